@@ -1,0 +1,1 @@
+//! Name resolution, type checking and stratification (in progress).

@@ -1,0 +1,161 @@
+//! Diagnostics: what a user's mistake looks like.
+//!
+//! Every stage reports problems as [`Diagnostic`]s pushed into a
+//! [`Diagnostics`] sink, so one pass reports *all* errors it can find. They are
+//! rendered once, at the edge (the CLI), as
+//!
+//! ```text
+//! error[E0203]: arity mismatch: `edge` has 2 attributes, found 3
+//!   --> prog.dl:4:12
+//!    |
+//!  4 | path(x, y) :- edge(x, y, z).
+//!    |               ^^^^^^^^^^^^^
+//!    = hint: `edge` is declared at prog.dl:1:7 as edge(a: number, b: number)
+//! ```
+//!
+//! Codes are stable (tests and docs name them); `specs/language.md` lists them.
+
+use crate::source::{SourceMap, Span};
+use std::fmt::Write;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Severity {
+    Error,
+    Warning,
+}
+
+/// A secondary span with its own short message ("declared here").
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Label {
+    pub span: Span,
+    pub message: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Diagnostic {
+    pub severity: Severity,
+    /// Stable code, e.g. `E0101`; see `specs/language.md`.
+    pub code: &'static str,
+    pub message: String,
+    pub span: Option<Span>,
+    pub labels: Vec<Label>,
+    pub hint: Option<String>,
+}
+
+impl Diagnostic {
+    pub fn error(code: &'static str, span: Span, message: impl Into<String>) -> Diagnostic {
+        Diagnostic {
+            severity: Severity::Error,
+            code,
+            message: message.into(),
+            span: Some(span),
+            labels: vec![],
+            hint: None,
+        }
+    }
+
+    pub fn warning(code: &'static str, span: Span, message: impl Into<String>) -> Diagnostic {
+        Diagnostic { severity: Severity::Warning, ..Diagnostic::error(code, span, message) }
+    }
+
+    /// An error with no source location (a missing file named on the command line).
+    pub fn error_nospan(code: &'static str, message: impl Into<String>) -> Diagnostic {
+        Diagnostic {
+            severity: Severity::Error,
+            code,
+            message: message.into(),
+            span: None,
+            labels: vec![],
+            hint: None,
+        }
+    }
+
+    pub fn with_hint(mut self, hint: impl Into<String>) -> Diagnostic {
+        self.hint = Some(hint.into());
+        self
+    }
+
+    pub fn with_label(mut self, span: Span, message: impl Into<String>) -> Diagnostic {
+        self.labels.push(Label { span, message: message.into() });
+        self
+    }
+
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
+    }
+
+    /// Renders the diagnostic as plain text (no color), ending in a newline.
+    pub fn render(&self, sources: &SourceMap) -> String {
+        let mut out = String::new();
+        let sev = match self.severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        };
+        let _ = writeln!(out, "{sev}[{}]: {}", self.code, self.message);
+        if let Some(span) = self.span {
+            render_span(&mut out, sources, span, None);
+        }
+        for label in &self.labels {
+            render_span(&mut out, sources, label.span, Some(&label.message));
+        }
+        if let Some(hint) = &self.hint {
+            let _ = writeln!(out, "   = hint: {hint}");
+        }
+        out
+    }
+}
+
+fn render_span(out: &mut String, sources: &SourceMap, span: Span, note: Option<&str>) {
+    let file = sources.file(span.file);
+    let (line, col) = file.line_col(span.start as usize);
+    let (end_line, end_col) = file.line_col(span.end as usize);
+    let text = file.line_text(line);
+    let width = line.to_string().len();
+    let _ = writeln!(out, "{:width$}--> {}:{}:{}", "", file.name, line, col, width = width + 1);
+    let _ = writeln!(out, "{:width$} |", "", width = width);
+    let _ = writeln!(out, "{line} | {}", text.replace('\t', " "));
+    let carets = if end_line == line { end_col.saturating_sub(col).max(1) } else { text.chars().count().saturating_sub(col - 1).max(1) };
+    let _ = write!(out, "{:width$} | {}{}", "", " ".repeat(col - 1), "^".repeat(carets), width = width);
+    match note {
+        Some(n) => {
+            let _ = writeln!(out, " {n}");
+        }
+        None => out.push('\n'),
+    }
+}
+
+/// A sink that collects diagnostics from every stage.
+#[derive(Debug, Default)]
+pub struct Diagnostics {
+    pub items: Vec<Diagnostic>,
+}
+
+impl Diagnostics {
+    pub fn new() -> Diagnostics {
+        Diagnostics::default()
+    }
+
+    pub fn push(&mut self, d: Diagnostic) {
+        self.items.push(d);
+    }
+
+    pub fn has_errors(&self) -> bool {
+        self.items.iter().any(Diagnostic::is_error)
+    }
+
+    pub fn error_count(&self) -> usize {
+        self.items.iter().filter(|d| d.is_error()).count()
+    }
+
+    /// Sorted by file and position, errors and warnings interleaved, deduplicated.
+    pub fn sorted(&self) -> Vec<&Diagnostic> {
+        let mut v: Vec<&Diagnostic> = self.items.iter().collect();
+        v.sort_by_key(|d| (d.span.map(|s| (s.file, s.start)), d.code));
+        v.dedup();
+        v
+    }
+
+    pub fn render_all(&self, sources: &SourceMap) -> String {
+        self.sorted().iter().map(|d| d.render(sources)).collect::<Vec<_>>().join("\n")
+    }
+}

@@ -1,0 +1,1 @@
+//! Lowering of a checked program to the plan IR (in progress).

@@ -1,0 +1,1 @@
+//! Lexing and parsing (in progress).

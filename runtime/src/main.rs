@@ -1,0 +1,2 @@
+//! The `netc` binary (in progress).
+fn main() {}
