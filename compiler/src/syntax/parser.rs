@@ -1,0 +1,665 @@
+//! Parser: tokens → [`ast::Program`](crate::ast::Program).
+//!
+//! Recursive descent over the token list from the lexer. Each item is parsed
+//! on its own: a syntax error becomes one diagnostic ("expected X, found Y"
+//! with a hint) and the parser skips to the end of that item (the next `.`
+//! at nesting depth 0, or the next directive), so one run reports every
+//! broken item. Parse functions return `Result` and never touch the
+//! diagnostics sink, so a construct can be tried and abandoned (a `(` may open
+//! a disjunction or an arithmetic expression).
+//!
+//! `.include` is not handled here: the item is returned to `syntax::mod`,
+//! which resolves and splices the file.
+
+use super::lexer::{Tok, Token, DIRECTIVES};
+use crate::ast::*;
+use crate::diagnostics::Diagnostic;
+use crate::source::Span;
+
+/// What the parser hands back per item.
+pub enum Parsed {
+    Item(Item),
+    Include(String, Span),
+}
+
+#[derive(Debug)]
+pub struct ParseError {
+    pub span: Span,
+    pub message: String,
+    pub hint: Option<String>,
+}
+
+type PResult<T> = Result<T, ParseError>;
+
+pub struct Parser<'t> {
+    toks: &'t [Token],
+    pos: usize,
+}
+
+const AGGREGATES: &[(&str, AggFunc)] = &[("count", AggFunc::Count), ("sum", AggFunc::Sum), ("min", AggFunc::Min), ("max", AggFunc::Max)];
+
+/// Functor names that are constraints when they stand alone as a literal.
+const CONSTRAINT_FUNCTORS: &[&str] = &["contains", "match"];
+
+impl<'t> Parser<'t> {
+    pub fn new(toks: &'t [Token]) -> Parser<'t> {
+        Parser { toks, pos: 0 }
+    }
+
+    /// Parses every item, reporting errors and recovering.
+    pub fn items(&mut self, diags: &mut Vec<Diagnostic>) -> Vec<Parsed> {
+        let mut out = Vec::new();
+        while !self.at(&Tok::Eof) {
+            let start = self.pos;
+            match self.item() {
+                Ok(p) => out.push(p),
+                Err(e) => {
+                    let mut d = Diagnostic::error("E0001", e.span, e.message);
+                    if let Some(h) = e.hint {
+                        d = d.with_hint(h);
+                    }
+                    diags.push(d);
+                    self.recover(start);
+                }
+            }
+        }
+        out
+    }
+
+    // ----- token helpers -----
+
+    fn peek(&self) -> &Tok {
+        &self.toks[self.pos.min(self.toks.len() - 1)].tok
+    }
+
+    fn peek_at(&self, k: usize) -> &Tok {
+        &self.toks[(self.pos + k).min(self.toks.len() - 1)].tok
+    }
+
+    fn span(&self) -> Span {
+        self.toks[self.pos.min(self.toks.len() - 1)].span
+    }
+
+    fn prev_span(&self) -> Span {
+        self.toks[self.pos.saturating_sub(1)].span
+    }
+
+    fn at(&self, t: &Tok) -> bool {
+        self.peek() == t
+    }
+
+    fn bump(&mut self) -> Token {
+        let t = self.toks[self.pos.min(self.toks.len() - 1)].clone();
+        if self.pos < self.toks.len() - 1 {
+            self.pos += 1;
+        }
+        t
+    }
+
+    fn eat(&mut self, t: &Tok) -> bool {
+        if self.at(t) {
+            self.bump();
+            true
+        } else {
+            false
+        }
+    }
+
+    fn error<T>(&self, expected: &str, hint: Option<&str>) -> PResult<T> {
+        let found = self.peek();
+        let message = match found {
+            Tok::Error(e) if e.starts_with("unterminated") => e.clone(),
+            Tok::Error(c) => format!("unexpected character `{c}`; expected {expected}"),
+            _ => format!("expected {expected}, found {}", found.describe()),
+        };
+        Err(ParseError { span: self.span(), message, hint: hint.map(str::to_string) })
+    }
+
+    fn expect(&mut self, t: Tok, expected: &str, hint: Option<&str>) -> PResult<Span> {
+        if self.at(&t) {
+            Ok(self.bump().span)
+        } else {
+            self.error(expected, hint)
+        }
+    }
+
+    fn ident(&mut self, what: &str) -> PResult<Ident> {
+        match self.peek().clone() {
+            Tok::Ident(name) => {
+                let span = self.bump().span;
+                Ok(Ident { name, span })
+            }
+            _ => self.error(what, None),
+        }
+    }
+
+    /// Skips past the broken item: to just after the next `.` at depth 0, or
+    /// to the next directive, always making progress.
+    fn recover(&mut self, start: usize) {
+        if self.pos == start {
+            self.bump();
+        }
+        let mut depth = 0i32;
+        loop {
+            match self.peek() {
+                Tok::Eof => return,
+                Tok::Directive(_) if depth <= 0 => return,
+                Tok::LParen | Tok::LBrace => depth += 1,
+                Tok::RParen | Tok::RBrace => depth -= 1,
+                Tok::Dot if depth <= 0 => {
+                    self.bump();
+                    return;
+                }
+                _ => {}
+            }
+            self.bump();
+        }
+    }
+
+    // ----- items -----
+
+    fn item(&mut self) -> PResult<Parsed> {
+        match self.peek().clone() {
+            Tok::Directive(d) => self.directive(&d),
+            Tok::Ident(_) => Ok(Parsed::Item(Item::Rule(self.rule()?))),
+            _ => self.error("a declaration (`.decl`), a directive, a fact or a rule", None),
+        }
+    }
+
+    fn directive(&mut self, name: &str) -> PResult<Parsed> {
+        let start = self.span();
+        match name {
+            "decl" => {
+                self.bump();
+                Ok(Parsed::Item(Item::Decl(self.decl(start)?)))
+            }
+            "type" => {
+                self.bump();
+                Ok(Parsed::Item(Item::Type(self.type_decl(start)?)))
+            }
+            "input" | "output" | "printsize" => {
+                self.bump();
+                let kind = match name {
+                    "input" => DirectiveKind::Input,
+                    "output" => DirectiveKind::Output,
+                    _ => DirectiveKind::PrintSize,
+                };
+                Ok(Parsed::Item(Item::Directive(self.io_directive(kind, start)?)))
+            }
+            "include" => {
+                self.bump();
+                match self.peek().clone() {
+                    Tok::Str(path) => {
+                        let s = self.bump().span;
+                        Ok(Parsed::Include(path, start.to(s)))
+                    }
+                    _ => self.error("a file name in quotes after `.include`", Some("write `.include \"common.ndl\"`")),
+                }
+            }
+            other => {
+                let close = closest(other, DIRECTIVES);
+                let hint = match close {
+                    Some(c) => format!("did you mean `.{c}`? directives are .decl, .type, .input, .output, .printsize and .include"),
+                    None => "directives are .decl, .type, .input, .output, .printsize and .include".to_string(),
+                };
+                Err(ParseError { span: start, message: format!("unknown directive `.{other}`"), hint: Some(hint) })
+            }
+        }
+    }
+
+    fn decl(&mut self, start: Span) -> PResult<Decl> {
+        let name = self.ident("a relation name after `.decl`")?;
+        self.expect(Tok::LParen, "`(` to open the attribute list", Some("a declaration looks like `.decl edge(src: number, dst: number)`"))?;
+        let mut attrs = Vec::new();
+        if !self.at(&Tok::RParen) {
+            loop {
+                let astart = self.span();
+                let located = self.eat(&Tok::At);
+                let aname = self.ident("an attribute name")?;
+                self.expect(Tok::Colon, "`:` and a type after the attribute name", Some("attributes are written `name: type`, e.g. `src: number`"))?;
+                let ty = self.ident("a type name (number, unsigned, float, symbol, ipv4, ipv6, prefix4, prefix6, mac, or a declared .type)")?;
+                attrs.push(Attr { name: aname, ty, located, span: astart.to(self.prev_span()) });
+                if !self.eat(&Tok::Comma) {
+                    break;
+                }
+            }
+        }
+        self.expect(Tok::RParen, "`,` or `)` in the attribute list", None)?;
+        let mut qualifiers = Vec::new();
+        while self.at_qualifier() {
+            qualifiers.push(self.ident("a qualifier")?);
+        }
+        Ok(Decl { name, attrs, qualifiers, span: start.to(self.prev_span()) })
+    }
+
+    /// Souffle's relation qualifiers; an identifier that is not one starts the next item.
+    fn at_qualifier(&self) -> bool {
+        const QUALIFIERS: &[&str] = &["input", "output", "printsize", "overridable", "inline", "no_inline", "magic", "no_magic", "brie", "btree", "btree_delete", "eqrel"];
+        matches!(self.peek(), Tok::Ident(q) if QUALIFIERS.contains(&q.as_str())) && !matches!(self.peek_at(1), Tok::LParen)
+    }
+
+    fn type_decl(&mut self, start: Span) -> PResult<TypeDecl> {
+        let name = self.ident("a type name after `.type`")?;
+        let def = if self.eat(&Tok::Subtype) {
+            TypeDef::Subtype(self.ident("a base type after `<:`")?)
+        } else if self.eat(&Tok::Eq) {
+            let first = match self.peek() {
+                Tok::Ident(_) => self.ident("a type")?,
+                _ => return self.error("a type name after `=`", Some("record and ADT types are not supported; use a relation instead")),
+            };
+            let mut members = vec![first];
+            while self.eat(&Tok::Pipe) {
+                members.push(self.ident("a type name after `|`")?);
+            }
+            if members.len() == 1 {
+                TypeDef::Alias(members.pop().expect("one member"))
+            } else {
+                TypeDef::Union(members)
+            }
+        } else {
+            return self.error("`<:` or `=` after the type name", Some("write `.type Host <: symbol` for a subtype or `.type Ip = ipv4 | ipv6` for a union"));
+        };
+        Ok(TypeDecl { name, def, span: start.to(self.prev_span()) })
+    }
+
+    fn io_directive(&mut self, kind: DirectiveKind, start: Span) -> PResult<Directive> {
+        let mut relations = vec![self.ident("a relation name")?];
+        while self.eat(&Tok::Comma) {
+            relations.push(self.ident("a relation name after `,`")?);
+        }
+        let mut params = Vec::new();
+        if self.eat(&Tok::LParen) {
+            if !self.at(&Tok::RParen) {
+                loop {
+                    let key = self.ident("a parameter name such as IO, filename or delimiter")?;
+                    self.expect(Tok::Eq, "`=` after the parameter name", Some("write e.g. `filename=\"edges.tsv\"`"))?;
+                    let value = match self.peek().clone() {
+                        Tok::Str(s) | Tok::Ident(s) | Tok::Int(s) => {
+                            self.bump();
+                            s
+                        }
+                        _ => return self.error("a parameter value (a string in quotes)", None),
+                    };
+                    params.push((key, value));
+                    if !self.eat(&Tok::Comma) {
+                        break;
+                    }
+                }
+            }
+            self.expect(Tok::RParen, "`,` or `)` in the parameter list", None)?;
+        }
+        Ok(Directive { kind, relations, params, span: start.to(self.prev_span()) })
+    }
+
+    fn rule(&mut self) -> PResult<Rule> {
+        let start = self.span();
+        let mut heads = vec![self.atom()?];
+        while self.eat(&Tok::Comma) {
+            heads.push(self.atom()?);
+        }
+        let body = if self.eat(&Tok::If) { self.disjunction()? } else { Vec::new() };
+        if !self.at(&Tok::Dot) {
+            let hint = if body.is_empty() { "a fact ends with `.`; a rule has `:-` and a body" } else { "a rule ends with `.`; literals are separated by `,` (and) or `;` (or)" };
+            return self.error("`.` at the end of the rule", Some(hint));
+        }
+        self.bump();
+        Ok(Rule { heads, body, span: start.to(self.prev_span()) })
+    }
+
+    fn atom(&mut self) -> PResult<Atom> {
+        let relation = self.ident("a relation name")?;
+        self.expect(Tok::LParen, "`(` after the relation name", None)?;
+        let args = self.args()?;
+        let span = relation.span.to(self.prev_span());
+        Ok(Atom { relation, args, span })
+    }
+
+    /// Arguments up to and including the closing `)`.
+    fn args(&mut self) -> PResult<Vec<Expr>> {
+        let mut args = Vec::new();
+        if self.eat(&Tok::RParen) {
+            return Ok(args);
+        }
+        loop {
+            args.push(self.expr()?);
+            if self.eat(&Tok::Comma) {
+                continue;
+            }
+            self.expect(Tok::RParen, "`,` or `)` after an argument", None)?;
+            return Ok(args);
+        }
+    }
+
+    fn disjunction(&mut self) -> PResult<Vec<Vec<Literal>>> {
+        let mut disj = vec![self.conjunction()?];
+        while self.eat(&Tok::Semi) {
+            disj.push(self.conjunction()?);
+        }
+        Ok(disj)
+    }
+
+    fn conjunction(&mut self) -> PResult<Vec<Literal>> {
+        let mut conj = vec![self.literal()?];
+        while self.eat(&Tok::Comma) {
+            conj.push(self.literal()?);
+        }
+        Ok(conj)
+    }
+
+    fn literal(&mut self) -> PResult<Literal> {
+        let start = self.span();
+        match self.peek().clone() {
+            Tok::Bang => {
+                self.bump();
+                let inner = self.literal()?;
+                let span = start.to(self.prev_span());
+                match inner {
+                    Literal::Atom(a) => Ok(Literal::Negated(a, span)),
+                    Literal::Negated(..) | Literal::Group(..) => Err(ParseError {
+                        span,
+                        message: "`!` applies to one atom or constraint".into(),
+                        hint: Some("negate each atom separately, e.g. `!a(x), !b(x)`".into()),
+                    }),
+                    other => Ok(Literal::NegatedConstraint(Box::new(other), span)),
+                }
+            }
+            Tok::Ident(ref w) if (w == "true" || w == "false") && !matches!(self.peek_at(1), Tok::LParen) => {
+                self.bump();
+                Ok(Literal::Bool(w == "true", start))
+            }
+            Tok::Ident(_) if matches!(self.peek_at(1), Tok::LParen) => {
+                // An atom, a constraint functor, or a functor call that starts a comparison.
+                let save = self.pos;
+                let atom = self.atom()?;
+                if self.cmp_op().is_some() || is_arith(self.peek()) {
+                    self.pos = save;
+                    return self.comparison();
+                }
+                if CONSTRAINT_FUNCTORS.contains(&atom.relation.name.as_str()) {
+                    let span = atom.span;
+                    return Ok(Literal::Constraint(atom.relation, atom.args, span));
+                }
+                Ok(Literal::Atom(atom))
+            }
+            Tok::LParen => {
+                // Either `( disjunction )` or a parenthesised expression in a comparison.
+                let save = self.pos;
+                self.bump();
+                if let Ok(disj) = self.disjunction() {
+                    if self.eat(&Tok::RParen) && self.cmp_op().is_none() && !is_arith(self.peek()) {
+                        return Ok(Literal::Group(disj, start.to(self.prev_span())));
+                    }
+                }
+                self.pos = save;
+                self.comparison()
+            }
+            _ => self.comparison(),
+        }
+    }
+
+    fn cmp_op(&self) -> Option<CmpOp> {
+        Some(match self.peek() {
+            Tok::Eq => CmpOp::Eq,
+            Tok::Ne => CmpOp::Ne,
+            Tok::Lt => CmpOp::Lt,
+            Tok::Le => CmpOp::Le,
+            Tok::Gt => CmpOp::Gt,
+            Tok::Ge => CmpOp::Ge,
+            _ => return None,
+        })
+    }
+
+    fn comparison(&mut self) -> PResult<Literal> {
+        let lhs = self.expr()?;
+        let Some(op) = self.cmp_op() else {
+            return self.error(
+                "a comparison operator (=, !=, <, <=, >, >=) or `,` `;` `.`",
+                Some("a body literal is an atom `r(x)`, a negation `!r(x)`, or a comparison such as `x < y`"),
+            );
+        };
+        self.bump();
+        let rhs = self.expr()?;
+        let span = lhs.span().to(rhs.span());
+        Ok(Literal::Compare(op, lhs, rhs, span))
+    }
+
+    // ----- expressions, by precedence (lowest first) -----
+
+    pub fn expr(&mut self) -> PResult<Expr> {
+        self.binary(0)
+    }
+
+    fn binary(&mut self, level: usize) -> PResult<Expr> {
+        const LEVELS: &[&[BinOp]] = &[
+            &[BinOp::LOr],
+            &[BinOp::LAnd],
+            &[BinOp::BOr],
+            &[BinOp::BXor],
+            &[BinOp::BAnd],
+            &[BinOp::Shl, BinOp::Shr],
+            &[BinOp::Add, BinOp::Sub],
+            &[BinOp::Mul, BinOp::Div, BinOp::Mod],
+        ];
+        if level == LEVELS.len() {
+            return self.power();
+        }
+        let mut lhs = self.binary(level + 1)?;
+        while let Some(op) = self.bin_op().filter(|op| LEVELS[level].contains(op)) {
+            self.bump();
+            let rhs = self.binary(level + 1)?;
+            let span = lhs.span().to(rhs.span());
+            lhs = Expr::Binary(op, Box::new(lhs), Box::new(rhs), span);
+        }
+        Ok(lhs)
+    }
+
+    fn power(&mut self) -> PResult<Expr> {
+        let base = self.unary()?;
+        if self.eat(&Tok::Caret) {
+            let exp = self.power()?;
+            let span = base.span().to(exp.span());
+            return Ok(Expr::Binary(BinOp::Pow, Box::new(base), Box::new(exp), span));
+        }
+        Ok(base)
+    }
+
+    fn bin_op(&self) -> Option<BinOp> {
+        Some(match self.peek() {
+            Tok::Plus => BinOp::Add,
+            Tok::Minus => BinOp::Sub,
+            Tok::Star => BinOp::Mul,
+            Tok::Slash => BinOp::Div,
+            Tok::Percent => BinOp::Mod,
+            Tok::Ident(w) => match w.as_str() {
+                "band" => BinOp::BAnd,
+                "bor" => BinOp::BOr,
+                "bxor" => BinOp::BXor,
+                "bshl" => BinOp::Shl,
+                "bshr" => BinOp::Shr,
+                "land" => BinOp::LAnd,
+                "lor" => BinOp::LOr,
+                _ => return None,
+            },
+            _ => return None,
+        })
+    }
+
+    fn unary(&mut self) -> PResult<Expr> {
+        let start = self.span();
+        if self.eat(&Tok::Minus) {
+            let e = self.unary()?;
+            let span = start.to(e.span());
+            // Fold `-3` into the literal so `-9223372036854775808` is representable.
+            if let Expr::Lit(Lit::Int(t), _) = &e {
+                return Ok(Expr::Lit(Lit::Int(format!("-{t}")), span));
+            }
+            if let Expr::Lit(Lit::Float(t), _) = &e {
+                return Ok(Expr::Lit(Lit::Float(format!("-{t}")), span));
+            }
+            return Ok(Expr::Unary(UnOp::Neg, Box::new(e), span));
+        }
+        if let Tok::Ident(w) = self.peek() {
+            let op = match w.as_str() {
+                "bnot" => Some(UnOp::BNot),
+                "lnot" => Some(UnOp::LNot),
+                _ => None,
+            };
+            if let Some(op) = op {
+                if !matches!(self.peek_at(1), Tok::Comma | Tok::RParen) {
+                    self.bump();
+                    let e = self.unary()?;
+                    let span = start.to(e.span());
+                    return Ok(Expr::Unary(op, Box::new(e), span));
+                }
+            }
+        }
+        self.primary()
+    }
+
+    fn primary(&mut self) -> PResult<Expr> {
+        let start = self.span();
+        let tok = self.peek().clone();
+        let lit = |l: Lit| Ok(Expr::Lit(l, start));
+        match tok {
+            Tok::Int(t) => {
+                self.bump();
+                lit(Lit::Int(t))
+            }
+            Tok::Unsigned(t) => {
+                self.bump();
+                lit(Lit::Unsigned(t))
+            }
+            Tok::Float(t) => {
+                self.bump();
+                lit(Lit::Float(t))
+            }
+            Tok::Str(t) => {
+                self.bump();
+                lit(Lit::Str(t))
+            }
+            Tok::Ipv4(t) => {
+                self.bump();
+                lit(Lit::Ipv4(t))
+            }
+            Tok::Ipv6(t) => {
+                self.bump();
+                lit(Lit::Ipv6(t))
+            }
+            Tok::Prefix4(t) => {
+                self.bump();
+                lit(Lit::Prefix4(t))
+            }
+            Tok::Prefix6(t) => {
+                self.bump();
+                lit(Lit::Prefix6(t))
+            }
+            Tok::Mac(t) => {
+                self.bump();
+                lit(Lit::Mac(t))
+            }
+            Tok::LParen => {
+                self.bump();
+                let e = self.expr()?;
+                self.expect(Tok::RParen, "`)` to close the parenthesis", None)?;
+                Ok(e)
+            }
+            Tok::Ident(name) => {
+                if let Some(func) = aggregate(&name) {
+                    if let Some(agg) = self.aggregate(func)? {
+                        return Ok(agg);
+                    }
+                }
+                let id = self.ident("an expression")?;
+                if id.name == "_" {
+                    return Ok(Expr::Wildcard(id.span));
+                }
+                if self.eat(&Tok::LParen) {
+                    if id.name == "as" {
+                        let e = self.expr()?;
+                        self.expect(Tok::Comma, "`,` and a type name in `as(expr, Type)`", None)?;
+                        let ty = self.ident("a type name")?;
+                        self.expect(Tok::RParen, "`)`", None)?;
+                        return Ok(Expr::As(Box::new(e), ty, start.to(self.prev_span())));
+                    }
+                    let args = self.args()?;
+                    return Ok(Expr::Call(id, args, start.to(self.prev_span())));
+                }
+                Ok(Expr::Var(id))
+            }
+            _ => self.error("an expression (a variable, `_`, a literal, a functor call or an aggregate)", None),
+        }
+    }
+
+    /// `count : { body }`, `sum x : { body }`, `min x : atom`. Returns `None`
+    /// (consuming nothing) when the name is used as a plain functor/variable.
+    fn aggregate(&mut self, func: AggFunc) -> PResult<Option<Expr>> {
+        let save = self.pos;
+        let start = self.span();
+        self.bump();
+        let target = if self.at(&Tok::Colon) {
+            None
+        } else if matches!(self.peek(), Tok::LParen) {
+            // `min(a, b)` is the functor, not the aggregate.
+            self.pos = save;
+            return Ok(None);
+        } else if matches!(self.peek(), Tok::Comma | Tok::RParen | Tok::Dot | Tok::Eq | Tok::Ne | Tok::Lt | Tok::Le | Tok::Gt | Tok::Ge | Tok::Plus | Tok::Minus | Tok::Star | Tok::Slash) {
+            // `count` used as a variable name.
+            self.pos = save;
+            return Ok(None);
+        } else {
+            Some(Box::new(self.expr()?))
+        };
+        self.expect(Tok::Colon, "`:` after the aggregate", Some("an aggregate is written `count : { r(x) }` or `sum y : { r(x, y) }`"))?;
+        let body = if self.eat(&Tok::LBrace) {
+            let b = self.disjunction()?;
+            self.expect(Tok::RBrace, "`}` to close the aggregate body", None)?;
+            b
+        } else {
+            vec![vec![Literal::Atom(self.atom()?)]]
+        };
+        if func == AggFunc::Count && target.is_some() {
+            return Err(ParseError { span: start, message: "`count` takes no target expression".into(), hint: Some("write `count : { ... }`".into()) });
+        }
+        if func != AggFunc::Count && target.is_none() {
+            return Err(ParseError {
+                span: start,
+                message: format!("`{}` needs a target expression", func.name()),
+                hint: Some(format!("write `{} y : {{ r(x, y) }}`", func.name())),
+            });
+        }
+        Ok(Some(Expr::Aggregate { func, target, body, span: start.to(self.prev_span()) }))
+    }
+}
+
+fn aggregate(name: &str) -> Option<AggFunc> {
+    AGGREGATES.iter().find(|(n, _)| *n == name).map(|(_, f)| *f)
+}
+
+fn is_arith(t: &Tok) -> bool {
+    matches!(t, Tok::Plus | Tok::Minus | Tok::Star | Tok::Slash | Tok::Percent | Tok::Caret)
+}
+
+/// The candidate closest to `word` by edit distance, if it is close enough to be a likely typo.
+pub fn closest<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
+    candidates
+        .iter()
+        .map(|c| (edit_distance(word, c), *c))
+        .filter(|(d, c)| *d <= 2.max(c.len() / 3))
+        .min()
+        .map(|(_, c)| c)
+}
+
+/// Levenshtein distance (small inputs: names).
+pub fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            cur[j + 1] = (prev[j] + usize::from(ca != cb)).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
