@@ -99,7 +99,11 @@ impl Diagnostic {
             render_span(&mut out, sources, label.span, Some(&label.message));
         }
         if let Some(hint) = &self.hint {
-            let _ = writeln!(out, "   = hint: {hint}");
+            let width = self.span.map_or(1, |s| {
+                let f = sources.file(s.file);
+                f.line_col(s.start as usize).0.to_string().len()
+            });
+            let _ = writeln!(out, "{:width$} = hint: {hint}", "", width = width);
         }
         out
     }

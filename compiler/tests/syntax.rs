@@ -9,9 +9,13 @@ use netc_compiler::syntax;
 use std::path::Path;
 
 fn parse(text: &str) -> (Program, Diagnostics, SourceMap) {
+    parse_named("t.dl", text)
+}
+
+fn parse_named(name: &str, text: &str) -> (Program, Diagnostics, SourceMap) {
     let mut sources = SourceMap::new();
     let mut diags = Diagnostics::new();
-    let p = syntax::parse_text(&mut sources, "t.dl", text, &mut diags);
+    let p = syntax::parse_text(&mut sources, name, text, &mut diags);
     (p, diags, sources)
 }
 
@@ -120,7 +124,7 @@ fn syntax_error_fixtures_render_as_expected() {
         n += 1;
         let text = std::fs::read_to_string(&path).unwrap();
         let name = format!("{}.dl", path.file_stem().unwrap().to_string_lossy());
-        let (_, diags, sources) = parse(&text);
+        let (_, diags, sources) = parse_named(&name, &text);
         let got = diags.render_all(&sources);
         assert!(diags.has_errors(), "{name}: no error reported");
         let expected_path = path.with_extension("expected");

@@ -1,3 +1,4 @@
-//! netc's runtime: the engine on differential dataflow, I/O and the CLI.
+//! netc's runtime: the engine on differential dataflow and I/O (CLI arriving).
 
 pub mod engine;
+pub mod io;

@@ -106,6 +106,8 @@ impl Tok {
 pub struct Token {
     pub tok: Tok,
     pub span: Span,
+    /// The token is the first on its line (used to end directives, which have no `.`).
+    pub line_start: bool,
 }
 
 /// Directive names the language knows.
@@ -139,7 +141,9 @@ impl<'a> Lexer<'a> {
     }
 
     fn push(&mut self, tok: Tok, start: usize) {
-        self.out.push(Token { tok, span: Span::new(self.file, start, self.pos) });
+        let prev_end = self.out.last().map_or(0, |t| t.span.end as usize);
+        let line_start = self.out.is_empty() || self.src[prev_end..start].contains('\n');
+        self.out.push(Token { tok, span: Span::new(self.file, start, self.pos), line_start });
     }
 
     fn run(&mut self) {

@@ -51,6 +51,7 @@ impl<'t> Parser<'t> {
         let mut out = Vec::new();
         while !self.at(&Tok::Eof) {
             let start = self.pos;
+            let is_directive = matches!(self.peek(), Tok::Directive(_));
             match self.item() {
                 Ok(p) => out.push(p),
                 Err(e) => {
@@ -59,7 +60,7 @@ impl<'t> Parser<'t> {
                         d = d.with_hint(h);
                     }
                     diags.push(d);
-                    self.recover(start);
+                    self.recover(start, is_directive);
                 }
             }
         }
@@ -133,14 +134,18 @@ impl<'t> Parser<'t> {
         }
     }
 
-    /// Skips past the broken item: to just after the next `.` at depth 0, or
-    /// to the next directive, always making progress.
-    fn recover(&mut self, start: usize) {
+    /// Skips past the broken item, always making progress: a rule ends after
+    /// the next `.` at depth 0; a directive (which has no `.`) ends at the
+    /// next line; both end before the next directive.
+    fn recover(&mut self, start: usize, is_directive: bool) {
         if self.pos == start {
             self.bump();
         }
         let mut depth = 0i32;
         loop {
+            if is_directive && self.toks[self.pos.min(self.toks.len() - 1)].line_start {
+                return;
+            }
             match self.peek() {
                 Tok::Eof => return,
                 Tok::Directive(_) if depth <= 0 => return,
@@ -300,7 +305,13 @@ impl<'t> Parser<'t> {
         let body = if self.eat(&Tok::If) { self.disjunction()? } else { Vec::new() };
         if !self.at(&Tok::Dot) {
             let hint = if body.is_empty() { "a fact ends with `.`; a rule has `:-` and a body" } else { "a rule ends with `.`; literals are separated by `,` (and) or `;` (or)" };
-            return self.error("`.` at the end of the rule", Some(hint));
+            let mut e = self.error::<()>("`.` at the end of the rule", Some(hint)).unwrap_err();
+            if self.toks[self.pos.min(self.toks.len() - 1)].line_start {
+                // The period is missing at the end of the previous line: point there.
+                let end = self.prev_span().end as usize;
+                e.span = Span::new(e.span.file, end, end + 1);
+            }
+            return Err(e);
         }
         self.bump();
         Ok(Rule { heads, body, span: start.to(self.prev_span()) })

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh machine: installs what it needs, builds
+# once in release, runs Rust and Python tests, lints. Exits non-zero on any
+# failure (including pytest collecting nothing).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "Python test dependencies"
+python3 -m pip install --quiet --disable-pip-version-check -r tests/requirements.txt
+
+step "Format and lint"
+cargo fmt --all -- --check
+cargo clippy --release --workspace --all-targets --quiet -- -D warnings
+python3 -m ruff check tests bench
+
+step "Build (release)"
+cargo build --release --workspace --quiet
+
+step "Rust tests"
+cargo test --release --workspace
+
+step "Python tests (pytest)"
+export NETC_BIN="$PWD/target/release/netc"
+set +e
+python3 -m pytest -q tests
+rc=$?
+set -e
+if [ "$rc" -eq 5 ]; then
+  echo "pytest collected no tests: treating as failure" >&2
+  exit 1
+fi
+exit "$rc"
