@@ -1,0 +1,110 @@
+//! String functors: `cat`, `strlen`, `substr`, `contains`, `match` and the
+//! conversions from text (`to_number`, `to_ipv4`, ...).
+//!
+//! Expects arguments of the types in the signatures (`specs/functors.md`);
+//! any other argument makes the result undefined (`None`, or `false` for the
+//! constraints). Guarantees: no panics; lengths and indices count Unicode
+//! scalar values (`char`s), so `substr` never splits a character; `match` is
+//! a full match with the `regex` crate's syntax, and an invalid pattern never
+//! matches (the checker can report it early with [`regex_error`]).
+
+use crate::types::Prim;
+use crate::value::Value;
+use regex::Regex;
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+/// `cat(s1, s2, ...)`: the concatenation of symbols.
+pub(super) fn cat(args: &[Value]) -> Option<Value> {
+    let mut out = String::new();
+    for a in args {
+        match a {
+            Value::Symbol(s) => out.push_str(&s.as_str()),
+            _ => return None,
+        }
+    }
+    Some(Value::sym(&out))
+}
+
+/// `strlen(s)`: the number of characters.
+pub(super) fn strlen(s: &Value) -> Option<Value> {
+    let Value::Symbol(s) = s else { return None };
+    i64::try_from(s.as_str().chars().count())
+        .ok()
+        .map(Value::Number)
+}
+
+/// `substr(s, start, len)`: characters `start .. start+len` of `s`, 0-based.
+/// Undefined if `start < 0`, `start > strlen(s)` or `len < 0`; a `len`
+/// reaching past the end is cut at the end (as `std::string::substr`).
+pub(super) fn substr(s: &Value, start: &Value, len: &Value) -> Option<Value> {
+    let Value::Symbol(s) = s else { return None };
+    let start = usize::try_from(super::int_arg(start)?).ok()?;
+    let len = usize::try_from(super::int_arg(len)?).ok()?;
+    let text = s.as_str();
+    let count = text.chars().count();
+    if start > count {
+        return None;
+    }
+    let end = start.saturating_add(len).min(count);
+    let byte = |k: usize| text.char_indices().nth(k).map_or(text.len(), |(i, _)| i);
+    let (b0, b1) = (byte(start), byte(end));
+    text.get(b0..b1).map(Value::sym)
+}
+
+/// `contains(sub, s)`: whether `sub` occurs in `s`.
+pub(super) fn contains(sub: &Value, s: &Value) -> bool {
+    match (sub, s) {
+        (Value::Symbol(sub), Value::Symbol(s)) => s.as_str().contains(&*sub.as_str()),
+        _ => false,
+    }
+}
+
+/// `match(re, s)`: whether the whole of `s` matches the regular expression.
+pub(super) fn matches(re: &Value, s: &Value) -> bool {
+    let (Value::Symbol(re), Value::Symbol(s)) = (re, s) else {
+        return false;
+    };
+    let pattern = re.as_str();
+    with_regex(&pattern, |r| r.is_some_and(|r| r.is_match(&s.as_str())))
+}
+
+/// Why `pattern` is not a valid regular expression for `match`, or `None`
+/// if it is. Lets the checker reject a constant pattern at compile time.
+pub fn regex_error(pattern: &str) -> Option<String> {
+    compile(pattern).err()
+}
+
+fn compile(pattern: &str) -> Result<Regex, String> {
+    // Anchored at both ends: `match` is a full match, as `std::regex_match`.
+    Regex::new(&format!(r"\A(?:{pattern})\z")).map_err(|e| e.to_string())
+}
+
+/// Compiled patterns are cached per thread (the engine calls `match` once
+/// per row, usually with a handful of distinct constant patterns).
+fn with_regex<T>(pattern: &str, f: impl FnOnce(Option<&Regex>) -> T) -> T {
+    const CACHE_LIMIT: usize = 256;
+    thread_local! {
+        static CACHE: RefCell<HashMap<String, Option<Regex>>> = RefCell::new(HashMap::new());
+    }
+    let compiled = CACHE.with(|c| {
+        let mut c = c.borrow_mut();
+        if let Some(r) = c.get(pattern) {
+            return r.clone();
+        }
+        if c.len() >= CACHE_LIMIT {
+            c.clear();
+        }
+        let r = compile(pattern).ok();
+        c.insert(pattern.to_string(), r.clone());
+        r
+    });
+    f(compiled.as_ref())
+}
+
+/// `to_number(s)`, `to_ipv4(s)`, ...: reads a symbol's text as a value of
+/// type `ty`, with the text forms of facts files ([`Value::parse`]).
+pub(super) fn parse_as(s: &Value, ty: Prim) -> Option<Value> {
+    let Value::Symbol(s) = s else { return None };
+    Value::parse(&s.as_str(), ty).ok()
+}
