@@ -1,0 +1,412 @@
+"""Hypothesis strategies: random stratified Souffle programs + facts + update scripts.
+
+Stratification by construction: EDB relations are level 0; every IDB relation
+gets a level >= 1.  A rule for a relation at level l may use positive atoms of
+any relation at level <= l (same level => recursion / mutual recursion), but
+negations and aggregate bodies only relations at level < l.  Every cycle of
+the dependency graph therefore stays inside one level and is purely positive.
+
+Termination by construction: all values are non-negative; head arithmetic is
+only `v + 1` (guard `v < 7`), `v - 1` (guard `v > 0`), `v * 2` (guard `v < 4`)
+or `v + w` (guard `v + w < 8`), so arithmetic never produces a value > 7 and
+every relation stays finite even under recursion.
+
+Features can be switched off for bisecting with the env var
+NETC_ORACLE_DISABLE, e.g. `NETC_ORACLE_DISABLE=agg,negation`.  Names:
+  agg, multi_atom_agg, agg_filter, negation, neg_wildcard, arith, cmp,
+  recursion, templates, idb_facts, dup_fact_lines, edb_output, dup_inserts,
+  absent_deletes, wildcards, constants
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from hypothesis import strategies as st
+
+from .model import (
+    Agg,
+    Atom,
+    BinOp,
+    Cmp,
+    Const,
+    Database,
+    Literal,
+    Neg,
+    Op,
+    Program,
+    Relation,
+    Rule,
+    Term,
+    Transaction,
+    Tuple,
+    Var,
+    Wild,
+    apply_tx,
+)
+
+DOMAIN_MAX = 7  # values 0..7
+FEATURES = (
+    "agg",
+    "multi_atom_agg",
+    "agg_filter",
+    "negation",
+    "neg_wildcard",
+    "arith",
+    "cmp",
+    "recursion",
+    "templates",
+    "idb_facts",
+    "dup_fact_lines",
+    "edb_output",
+    "dup_inserts",
+    "absent_deletes",
+    "wildcards",
+    "constants",
+)
+
+
+def enabled_features() -> frozenset[str]:
+    off = {f.strip() for f in os.environ.get("NETC_ORACLE_DISABLE", "").split(",") if f.strip()}
+    unknown = off - set(FEATURES)
+    if unknown:
+        raise ValueError(f"unknown feature(s) in NETC_ORACLE_DISABLE: {sorted(unknown)}")
+    return frozenset(set(FEATURES) - off)
+
+
+@dataclass
+class Example:
+    program: Program
+    facts_lines: dict[str, list[Tuple]]  # lines of each .facts file (may repeat)
+    transactions: list[Transaction]
+    workers: tuple[int | None, ...] = (None,)
+
+    @property
+    def initial_db(self) -> Database:
+        return {r.name: frozenset(self.facts_lines.get(r.name, ())) for r in self.program.inputs}
+
+    def states(self) -> list[Database]:
+        """EDB after commit 0 (initial), 1, ..., n."""
+        out = [self.initial_db]
+        for tx in self.transactions:
+            out.append(apply_tx(out[-1], tx))
+        return out
+
+
+def _chance(draw, pct: int) -> bool:
+    """True with probability pct%; shrinks towards False."""
+    return draw(st.integers(0, 99)) >= 100 - pct
+
+
+@dataclass
+class _RuleBuilder:
+    draw: object
+    feats: frozenset[str]
+    n: int = 0
+    bound: list[Var] = field(default_factory=list)
+
+    def fresh(self, prefix: str = "x") -> Var:
+        v = Var(f"{prefix}{self.n}")
+        self.n += 1
+        return v
+
+
+def _value(draw) -> int:
+    return draw(st.integers(0, DOMAIN_MAX))
+
+
+def _gen_positive_atom(draw, b: _RuleBuilder, rel: Relation, must_share: bool) -> Atom:
+    args: list[Term] = []
+    for _ in range(rel.arity):
+        k = draw(st.integers(0, 9))
+        if k <= 3 and b.bound:
+            args.append(draw(st.sampled_from(b.bound)))
+        elif k == 8 and "constants" in b.feats:
+            args.append(Const(_value(draw)))
+        elif k == 9 and "wildcards" in b.feats:
+            args.append(Wild())
+        else:
+            v = b.fresh()
+            args.append(v)
+    if must_share and b.bound and not any(a in b.bound for a in args):
+        pos = draw(st.integers(0, rel.arity - 1))
+        args[pos] = draw(st.sampled_from(b.bound))
+    for a in args:
+        if isinstance(a, Var) and a not in b.bound:
+            b.bound.append(a)
+    return Atom(rel.name, tuple(args))
+
+
+def _gen_cmp(draw, b: _RuleBuilder, vars_: list[Var]) -> Cmp:
+    op = draw(st.sampled_from(["<", "!=", "<=", ">", ">=", "="]))
+    left = draw(st.sampled_from(vars_))
+    k = draw(st.integers(0, 3))
+    right: Term
+    if k == 0 or len(vars_) < 2:
+        right = Const(_value(draw))
+    elif k == 3 and "arith" in b.feats:
+        right = BinOp("+", draw(st.sampled_from(vars_)), Const(draw(st.integers(1, 2))))
+    else:
+        right = draw(st.sampled_from([v for v in vars_ if v != left]))
+    return Cmp(op, left, right)
+
+
+def _gen_negation(draw, b: _RuleBuilder, rel: Relation) -> Neg:
+    args: list[Term] = []
+    for _ in range(rel.arity):
+        k = draw(st.integers(0, 9))
+        if k <= 5 and b.bound:
+            args.append(draw(st.sampled_from(b.bound)))
+        elif k <= 7 or "neg_wildcard" not in b.feats:
+            args.append(Const(_value(draw)))
+        else:
+            args.append(Wild())
+    return Neg(Atom(rel.name, tuple(args)))
+
+
+def _gen_aggregate(draw, b: _RuleBuilder, lower: list[Relation]) -> tuple[Agg, list[Literal]]:
+    outer = list(b.bound)
+    local: list[Var] = []
+    n_atoms = 2 if ("multi_atom_agg" in b.feats and _chance(draw, 25)) else 1
+    body: list[Literal] = []
+    for i in range(n_atoms):
+        rel = draw(st.sampled_from(lower))
+        args: list[Term] = []
+        for _ in range(rel.arity):
+            k = draw(st.integers(0, 9))
+            if k <= 2 and outer:
+                args.append(draw(st.sampled_from(outer)))  # correlated
+            elif k <= 3 and local:
+                args.append(draw(st.sampled_from(local)))
+            elif k == 8 and "constants" in b.feats:
+                args.append(Const(_value(draw)))
+            elif k == 9:
+                args.append(Wild())
+            else:
+                v = b.fresh("y")
+                local.append(v)
+                args.append(v)
+        if i > 0:
+            joinable = local + outer
+            if joinable and not any(a in joinable for a in args):
+                args[draw(st.integers(0, rel.arity - 1))] = draw(st.sampled_from(joinable))
+        body.append(Atom(rel.name, tuple(args)))
+    if local and "agg_filter" in b.feats and _chance(draw, 20):
+        body.append(Cmp(draw(st.sampled_from(["<", ">", "!="])), draw(st.sampled_from(local)), Const(_value(draw))))
+    func = draw(st.sampled_from(["count", "sum", "min", "max"]))
+    target: Term | None = None
+    if func != "count":
+        if not local:
+            func = "count"
+        else:
+            target = draw(st.sampled_from(local))
+    res = b.fresh("c")
+    agg = Agg(res, func, target, tuple(body))
+    b.bound.append(res)
+    extra: list[Literal] = []
+    if "cmp" in b.feats and _chance(draw, 25):
+        extra.append(Cmp(draw(st.sampled_from([">", "<", "!="])), res, Const(draw(st.integers(0, 3)))))
+    return agg, extra
+
+
+def _gen_head(draw, b: _RuleBuilder, head: Relation) -> tuple[Atom, list[Literal]]:
+    args: list[Term] = []
+    guards: list[Literal] = []
+    for _ in range(head.arity):
+        k = draw(st.integers(0, 19))
+        if b.bound and k < 15:
+            args.append(draw(st.sampled_from(b.bound)))
+        elif b.bound and k >= 17 and "arith" in b.feats:
+            v = draw(st.sampled_from(b.bound))
+            kind = draw(st.integers(0, 3))
+            if kind == 0:
+                args.append(BinOp("+", v, Const(1)))
+                guards.append(Cmp("<", v, Const(DOMAIN_MAX)))
+            elif kind == 1:
+                args.append(BinOp("-", v, Const(1)))
+                guards.append(Cmp(">", v, Const(0)))
+            elif kind == 2:
+                args.append(BinOp("*", v, Const(2)))
+                guards.append(Cmp("<", v, Const(4)))
+            else:
+                w = draw(st.sampled_from(b.bound))
+                args.append(BinOp("+", v, w))
+                guards.append(Cmp("<", BinOp("+", v, w), Const(DOMAIN_MAX + 1)))
+        else:
+            args.append(Const(_value(draw)))
+    return Atom(head.name, tuple(args)), guards
+
+
+def _gen_rule(
+    draw,
+    feats: frozenset[str],
+    head: Relation,
+    same_level: list[Relation],
+    lower: list[Relation],
+    recursive: bool,
+) -> Rule:
+    b = _RuleBuilder(draw, feats)
+    n_atoms = draw(st.sampled_from([1, 2, 2, 3, 3, 4]))
+    body: list[Literal] = []
+    for i in range(n_atoms):
+        if i == 0 and recursive and same_level:
+            rel = draw(st.sampled_from(same_level))
+        elif recursive and same_level and _chance(draw, 15):
+            rel = draw(st.sampled_from(same_level))
+        else:
+            rel = draw(st.sampled_from(lower))
+        body.append(_gen_positive_atom(draw, b, rel, must_share=i > 0))
+    tail: list[Literal] = []
+    if "cmp" in feats and b.bound:
+        for _ in range(draw(st.integers(0, 2))):
+            tail.append(_gen_cmp(draw, b, list(b.bound)))
+    lower_idb_or_edb = lower
+    if "negation" in feats and lower_idb_or_edb and _chance(draw, 35):
+        for _ in range(draw(st.integers(1, 2))):
+            tail.append(_gen_negation(draw, b, draw(st.sampled_from(lower_idb_or_edb))))
+    if "agg" in feats and lower and _chance(draw, 35):
+        agg, extra = _gen_aggregate(draw, b, lower)
+        tail.append(agg)
+        tail.extend(extra)
+    head_atom, guards = _gen_head(draw, b, head)
+    return Rule(head_atom, tuple(body + tail + guards))
+
+
+def _template_rules(draw, h: Relation, e: Relation, partner: Relation | None) -> list[Rule]:
+    """Classic recursive shapes for a binary relation h over a binary lower e."""
+    x, y, z, p, a, c = (Var(n) for n in ("x", "y", "z", "p", "a", "c"))
+    kind = draw(st.integers(0, 4))
+    H = lambda s, t: Atom(h.name, (s, t))  # noqa: E731
+    E = lambda s, t: Atom(e.name, (s, t))  # noqa: E731
+    if kind == 0:  # right-linear transitive closure
+        return [Rule(H(x, y), (E(x, y),)), Rule(H(x, z), (H(x, y), E(y, z)))]
+    if kind == 1:  # non-linear transitive closure
+        return [Rule(H(x, y), (E(x, y),)), Rule(H(x, z), (H(x, y), H(y, z)))]
+    if kind == 2:  # same generation
+        return [
+            Rule(H(x, y), (E(x, p), E(y, p), Cmp("!=", x, y))),
+            Rule(H(x, y), (E(x, a), H(a, c), E(y, c))),
+        ]
+    if kind == 3 and partner is not None:  # mutual recursion: odd/even length paths
+        P = lambda s, t: Atom(partner.name, (s, t))  # noqa: E731
+        return [
+            Rule(H(x, y), (E(x, y),)),
+            Rule(P(x, z), (H(x, y), E(y, z))),
+            Rule(H(x, z), (P(x, y), E(y, z))),
+        ]
+    # bounded counting with recursion through arithmetic
+    return [
+        Rule(H(x, y), (E(x, y),)),
+        Rule(H(x, BinOp("+", y, Const(1))), (H(x, y), E(y, _any(draw)), Cmp("<", y, Const(DOMAIN_MAX)))),
+    ]
+
+
+def _any(draw) -> Term:
+    return Wild() if draw(st.booleans()) else Var("x")
+
+
+@st.composite
+def programs(draw, feats: frozenset[str] | None = None) -> Program:
+    feats = enabled_features() if feats is None else feats
+    n_edb = draw(st.integers(2, 6))
+    edb = [
+        Relation(
+            f"e{i}",
+            draw(st.sampled_from([2, 1, 2, 3])),
+            is_input=True,
+            is_output="edb_output" in feats and _chance(draw, 10),
+        )
+        for i in range(n_edb)
+    ]
+    n_idb = draw(st.integers(2, 6))
+    raw_levels = [draw(st.integers(1, n_idb)) for _ in range(n_idb)]
+    dense = {lv: i + 1 for i, lv in enumerate(sorted(set(raw_levels)))}
+    levels = sorted(dense[lv] for lv in raw_levels)
+    idb = [Relation(f"r{i}", draw(st.sampled_from([2, 1, 2, 3])), is_output=True) for i in range(n_idb)]
+    level_of = {r.name: 0 for r in edb} | {r.name: lv for r, lv in zip(idb, levels, strict=True)}
+    all_rels = edb + idb
+    rules: list[Rule] = []
+    for h in idb:
+        lv = level_of[h.name]
+        lower = [r for r in all_rels if level_of[r.name] < lv]
+        same = [r for r in idb if level_of[r.name] == lv] if "recursion" in feats else []
+        if "templates" in feats and "recursion" in feats and h.arity == 2 and _chance(draw, 30):
+            bin_lower = [r for r in lower if r.arity == 2]
+            if bin_lower:
+                partners = [r for r in same if r.arity == 2 and r != h]
+                partner = draw(st.sampled_from(partners)) if partners else None
+                rules.extend(_template_rules(draw, h, draw(st.sampled_from(bin_lower)), partner))
+                continue
+        n_rules = draw(st.integers(1, 3))
+        for i in range(n_rules):
+            recursive = i > 0 and bool(same) and _chance(draw, 60)
+            rules.append(_gen_rule(draw, feats, h, same, lower, recursive))
+        if "idb_facts" in feats and _chance(draw, 10):
+            rules.append(Rule(Atom(h.name, tuple(Const(_value(draw)) for _ in range(h.arity)))))
+    return Program(all_rels, rules)
+
+
+def _tuple(draw, arity: int) -> Tuple:
+    return tuple(_value(draw) for _ in range(arity))
+
+
+@st.composite
+def facts_for(draw, prog: Program, feats: frozenset[str] | None = None) -> dict[str, list[Tuple]]:
+    feats = enabled_features() if feats is None else feats
+    out: dict[str, list[Tuple]] = {}
+    for r in prog.inputs:
+        lines = draw(st.lists(st.tuples(*[st.integers(0, DOMAIN_MAX)] * r.arity), max_size=10))
+        if lines and "dup_fact_lines" in feats and _chance(draw, 10):
+            lines.append(draw(st.sampled_from(lines)))
+        out[r.name] = lines
+    return out
+
+
+@st.composite
+def transactions_for(draw, prog: Program, initial: Database, feats: frozenset[str] | None = None) -> list[Transaction]:
+    feats = enabled_features() if feats is None else feats
+    inputs = prog.inputs
+    db = initial
+    txs: list[Transaction] = []
+    for _ in range(draw(st.integers(1, 6))):
+        ops: list[Op] = []
+        touched: set[tuple[str, Tuple]] = set()
+        for _ in range(draw(st.integers(1, 5))):
+            rel = draw(st.sampled_from(inputs))
+            present = sorted(db.get(rel.name, frozenset()))
+            if draw(st.booleans()):  # delete
+                if present and not ("absent_deletes" in feats and _chance(draw, 15)):
+                    tup = draw(st.sampled_from(present))
+                else:
+                    tup = _tuple(draw, rel.arity)
+                sign = "-"
+            else:
+                if present and "dup_inserts" in feats and _chance(draw, 15):
+                    tup = draw(st.sampled_from(present))
+                else:
+                    tup = _tuple(draw, rel.arity)
+                sign = "+"
+            # never touch the same fact twice in one transaction: the order of
+            # ops inside a transaction is not part of the contract
+            if (rel.name, tup) in touched:
+                continue
+            touched.add((rel.name, tup))
+            ops.append(Op(sign, rel.name, tup))
+        tx = tuple(ops)
+        txs.append(tx)
+        db = apply_tx(db, tx)
+    return txs
+
+
+WORKER_CHOICES: list[tuple[int | None, ...]] = [(1,), (3,), (1, 3), (None,)]
+
+
+@st.composite
+def examples(draw, feats: frozenset[str] | None = None) -> Example:
+    feats = enabled_features() if feats is None else feats
+    prog = draw(programs(feats))
+    facts = draw(facts_for(prog, feats))
+    ex = Example(prog, facts, [], draw(st.sampled_from(WORKER_CHOICES)))
+    ex.transactions = draw(transactions_for(prog, ex.initial_db, feats))
+    return ex

@@ -1,0 +1,417 @@
+"""AST for the Souffle subset exercised by the oracle tests.
+
+The same AST is rendered to Souffle text (for netc), to ASP (clingo_ref) and
+evaluated directly (naive_ref).  A small parser for the subset lets the
+self-tests be written as readable Souffle text and lets reproducers be
+re-checked from their `prog.dl`.
+
+Only the `number` type is used.  A database is a mapping
+relation name -> frozenset of int tuples.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+# --------------------------------------------------------------------------
+# Terms
+
+
+@dataclass(frozen=True)
+class Var:
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class Const:
+    value: int
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
+@dataclass(frozen=True)
+class Wild:
+    def __str__(self) -> str:
+        return "_"
+
+
+@dataclass(frozen=True)
+class BinOp:
+    op: str  # one of + - *
+    left: Term
+    right: Term
+
+    def __str__(self) -> str:
+        return f"{_paren(self.left)} {self.op} {_paren(self.right)}"
+
+
+Term = Var | Const | Wild | BinOp
+
+ARITH_OPS = ("+", "-", "*")
+CMP_OPS = ("<", "<=", ">", ">=", "=", "!=")
+AGG_FUNCS = ("count", "sum", "min", "max")
+
+
+def _paren(t: Term) -> str:
+    return f"({t})" if isinstance(t, BinOp) else str(t)
+
+
+def term_vars(t: Term) -> list[Var]:
+    if isinstance(t, Var):
+        return [t]
+    if isinstance(t, BinOp):
+        return term_vars(t.left) + term_vars(t.right)
+    return []
+
+
+# --------------------------------------------------------------------------
+# Literals and rules
+
+
+@dataclass(frozen=True)
+class Atom:
+    rel: str
+    args: tuple[Term, ...]
+
+    def __str__(self) -> str:
+        return f"{self.rel}({', '.join(map(str, self.args))})"
+
+
+@dataclass(frozen=True)
+class Neg:
+    atom: Atom
+
+    def __str__(self) -> str:
+        return f"!{self.atom}"
+
+
+@dataclass(frozen=True)
+class Cmp:
+    op: str
+    left: Term
+    right: Term
+
+    def __str__(self) -> str:
+        return f"{self.left} {self.op} {self.right}"
+
+
+@dataclass(frozen=True)
+class Agg:
+    """`result = func [target] : { body }`."""
+
+    result: Var
+    func: str
+    target: Term | None  # None for count
+    body: tuple[Literal, ...]
+
+    def __str__(self) -> str:
+        tgt = "" if self.target is None else f" {self.target}"
+        inner = ", ".join(map(str, self.body))
+        return f"{self.result} = {self.func}{tgt} : {{ {inner} }}"
+
+
+Literal = Atom | Neg | Cmp | Agg
+
+
+@dataclass(frozen=True)
+class Rule:
+    head: Atom
+    body: tuple[Literal, ...] = ()
+
+    def __str__(self) -> str:
+        if not self.body:
+            return f"{self.head}."
+        return f"{self.head} :- {', '.join(map(str, self.body))}."
+
+
+@dataclass(frozen=True)
+class Relation:
+    name: str
+    arity: int
+    is_input: bool = False
+    is_output: bool = False
+
+
+@dataclass
+class Program:
+    relations: list[Relation]
+    rules: list[Rule] = field(default_factory=list)
+
+    def rel(self, name: str) -> Relation:
+        for r in self.relations:
+            if r.name == name:
+                return r
+        raise KeyError(name)
+
+    @property
+    def inputs(self) -> list[Relation]:
+        return [r for r in self.relations if r.is_input]
+
+    @property
+    def outputs(self) -> list[Relation]:
+        return [r for r in self.relations if r.is_output]
+
+    def souffle(self) -> str:
+        out: list[str] = []
+        for r in self.relations:
+            attrs = ", ".join(f"a{i}: number" for i in range(r.arity))
+            out.append(f".decl {r.name}({attrs})")
+        for r in self.relations:
+            if r.is_input:
+                out.append(f".input {r.name}")
+        for r in self.relations:
+            if r.is_output:
+                out.append(f".output {r.name}")
+        out.append("")
+        out.extend(str(rule) for rule in self.rules)
+        return "\n".join(out) + "\n"
+
+
+Tuple = tuple[int, ...]
+Database = dict[str, frozenset[Tuple]]
+
+
+def fmt_tuple(rel: str, t: Tuple) -> str:
+    return f"{rel}({', '.join(map(str, t))})"
+
+
+# --------------------------------------------------------------------------
+# Update scripts
+
+
+@dataclass(frozen=True)
+class Op:
+    sign: str  # "+" or "-"
+    rel: str
+    tup: Tuple
+
+    def __str__(self) -> str:
+        return f"{self.sign}{fmt_tuple(self.rel, self.tup)}."
+
+
+Transaction = tuple[Op, ...]
+
+
+def render_script(txs: list[Transaction]) -> str:
+    lines: list[str] = []
+    for tx in txs:
+        lines.extend(str(op) for op in tx)
+        lines.append("commit.")
+    return "\n".join(lines) + "\n"
+
+
+def apply_tx(db: Database, tx: Transaction) -> Database:
+    """Set semantics: inserting a present fact / deleting an absent one is a no-op."""
+    new = {k: set(v) for k, v in db.items()}
+    for op in tx:
+        s = new.setdefault(op.rel, set())
+        if op.sign == "+":
+            s.add(op.tup)
+        else:
+            s.discard(op.tup)
+    return {k: frozenset(v) for k, v in new.items()}
+
+
+def render_facts_file(lines: list[Tuple]) -> str:
+    return "".join("\t".join(map(str, t)) + "\n" for t in lines)
+
+
+# --------------------------------------------------------------------------
+# Parser for the subset (used by self-tests and replay)
+
+_TOKEN_RE = re.compile(
+    r"\s+|//[^\n]*|/\*.*?\*/"
+    r"|(?P<tok>:-|<=|>=|!=|\.[A-Za-z_]+|[A-Za-z_][A-Za-z0-9_]*|\d+|[(),.:{}<>=!+\-*_])",
+    re.S,
+)
+
+
+class ParseError(Exception):
+    pass
+
+
+def _tokenize(text: str) -> list[str]:
+    toks: list[str] = []
+    pos = 0
+    while pos < len(text):
+        m = _TOKEN_RE.match(text, pos)
+        if not m:
+            raise ParseError(f"bad character at {pos}: {text[pos : pos + 20]!r}")
+        if m.group("tok"):
+            toks.append(m.group("tok"))
+        pos = m.end()
+    return toks
+
+
+class _Parser:
+    def __init__(self, text: str):
+        self.toks = _tokenize(text)
+        self.i = 0
+
+    def peek(self, k: int = 0) -> str | None:
+        j = self.i + k
+        return self.toks[j] if j < len(self.toks) else None
+
+    def next(self) -> str:
+        t = self.peek()
+        if t is None:
+            raise ParseError("unexpected end of input")
+        self.i += 1
+        return t
+
+    def expect(self, t: str) -> None:
+        got = self.next()
+        if got != t:
+            raise ParseError(f"expected {t!r}, got {got!r} (token {self.i})")
+
+    def program(self) -> Program:
+        decls: dict[str, int] = {}
+        order: list[str] = []
+        inputs: set[str] = set()
+        outputs: set[str] = set()
+        rules: list[Rule] = []
+        while self.peek() is not None:
+            t = self.peek()
+            if t == ".decl":
+                self.next()
+                name = self.next()
+                self.expect("(")
+                n = 0
+                while self.peek() != ")":
+                    self.next()  # attr name
+                    self.expect(":")
+                    ty = self.next()
+                    if ty != "number":
+                        raise ParseError(f"unsupported type {ty}")
+                    n += 1
+                    if self.peek() == ",":
+                        self.next()
+                self.expect(")")
+                decls[name] = n
+                order.append(name)
+            elif t in (".input", ".output"):
+                self.next()
+                target = inputs if t == ".input" else outputs
+                target.add(self.next())
+                while self.peek() == ",":
+                    self.next()
+                    target.add(self.next())
+            else:
+                rules.append(self.rule())
+        rels = [Relation(n, decls[n], n in inputs, n in outputs) for n in order]
+        return Program(rels, rules)
+
+    def rule(self) -> Rule:
+        head = self.atom()
+        body: tuple[Literal, ...] = ()
+        if self.peek() == ":-":
+            self.next()
+            body = self.body(".")
+        self.expect(".")
+        return Rule(head, body)
+
+    def body(self, end: str) -> tuple[Literal, ...]:
+        lits = [self.literal()]
+        while self.peek() == ",":
+            self.next()
+            lits.append(self.literal())
+        if self.peek() != end:
+            raise ParseError(f"expected {end!r}, got {self.peek()!r}")
+        return tuple(lits)
+
+    def literal(self) -> Literal:
+        t = self.peek()
+        if t == "!":
+            self.next()
+            return Neg(self.atom())
+        if t is not None and re.match(r"[A-Za-z]", t) and self.peek(1) == "(":
+            return self.atom()
+        if t is not None and re.match(r"[A-Za-z]", t) and self.peek(1) == "=" and self.peek(2) in AGG_FUNCS:
+            res = Var(self.next())
+            self.expect("=")
+            func = self.next()
+            target = None if func == "count" else self.term()
+            self.expect(":")
+            self.expect("{")
+            inner = self.body("}")
+            self.expect("}")
+            return Agg(res, func, target, inner)
+        left = self.term()
+        op = self.next()
+        if op not in CMP_OPS:
+            raise ParseError(f"expected comparison, got {op!r}")
+        return Cmp(op, left, self.term())
+
+    def atom(self) -> Atom:
+        name = self.next()
+        self.expect("(")
+        args = [self.term()]
+        while self.peek() == ",":
+            self.next()
+            args.append(self.term())
+        self.expect(")")
+        return Atom(name, tuple(args))
+
+    def term(self) -> Term:
+        t = self.product()
+        while self.peek() in ("+", "-"):
+            op = self.next()
+            t = BinOp(op, t, self.product())
+        return t
+
+    def product(self) -> Term:
+        t = self.primary()
+        while self.peek() == "*":
+            self.next()
+            t = BinOp("*", t, self.primary())
+        return t
+
+    def primary(self) -> Term:
+        t = self.next()
+        if t == "(":
+            inner = self.term()
+            self.expect(")")
+            return inner
+        if t == "_":
+            return Wild()
+        if t.isdigit():
+            return Const(int(t))
+        if re.match(r"[A-Za-z_]", t):
+            return Var(t)
+        raise ParseError(f"unexpected token {t!r}")
+
+
+def parse_program(text: str) -> Program:
+    return _Parser(text).program()
+
+
+def parse_facts_inline(text: str) -> Database:
+    """Parse `r(1, 2). s(3).` style ground facts (for self-tests)."""
+    db: dict[str, set[Tuple]] = {}
+    for m in re.finditer(r"([A-Za-z_]\w*)\(([^)]*)\)", text):
+        db.setdefault(m.group(1), set()).add(tuple(int(x) for x in m.group(2).split(",") if x.strip()))
+    return {k: frozenset(v) for k, v in db.items()}
+
+
+def parse_script(text: str) -> list[Transaction]:
+    txs: list[Transaction] = []
+    cur: list[Op] = []
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line:
+            continue
+        if line == "commit.":
+            txs.append(tuple(cur))
+            cur = []
+            continue
+        m = re.fullmatch(r"([+-])([A-Za-z_]\w*)\(([^)]*)\)\.", line)
+        if not m:
+            raise ParseError(f"bad script line {line!r}")
+        tup = tuple(int(x) for x in m.group(3).split(","))
+        cur.append(Op(m.group(1), m.group(2), tup))
+    return txs
