@@ -450,3 +450,19 @@ def test_harness_accepts_correct_fake_on_generated(ex):
         tmp_path = Path(tmp)
         problems = _run_harness(_fake_netc(tmp_path), ex, tmp_path)
         assert problems == [], "\n".join(problems)
+
+
+def test_binding_equalities():
+    out = both(
+        """
+        .decl v(a: number)
+        .input v
+        .decl w(a: number, b: number)
+        .output w
+        w(x, y) :- v(x), x < 7, y = x + 1.
+        w(x, y) :- v(x), y = 0.
+        w(y, y) :- v(x), x = y.
+        """,
+        "v(2). v(7).",
+    )
+    assert out["w"] == T((2, 3), (2, 0), (7, 0), (2, 2), (7, 7))

@@ -15,7 +15,7 @@ Features can be switched off for bisecting with the env var
 NETC_ORACLE_DISABLE, e.g. `NETC_ORACLE_DISABLE=agg,negation`.  Names:
   agg, multi_atom_agg, agg_filter, negation, neg_wildcard, arith, cmp,
   recursion, templates, idb_facts, dup_fact_lines, edb_output, dup_inserts,
-  absent_deletes, wildcards, constants
+  absent_deletes, wildcards, constants, bind_eq, agg_nobrace
 """
 
 from __future__ import annotations
@@ -64,6 +64,8 @@ FEATURES = (
     "absent_deletes",
     "wildcards",
     "constants",
+    "bind_eq",
+    "agg_nobrace",
 )
 
 
@@ -202,12 +204,30 @@ def _gen_aggregate(draw, b: _RuleBuilder, lower: list[Relation]) -> tuple[Agg, l
         else:
             target = draw(st.sampled_from(local))
     res = b.fresh("c")
-    agg = Agg(res, func, target, tuple(body))
+    braces = not (len(body) == 1 and "agg_nobrace" in b.feats and _chance(draw, 15))
+    agg = Agg(res, func, target, tuple(body), braces)
     b.bound.append(res)
     extra: list[Literal] = []
     if "cmp" in b.feats and _chance(draw, 25):
         extra.append(Cmp(draw(st.sampled_from([">", "<", "!="])), res, Const(draw(st.integers(0, 3)))))
     return agg, extra
+
+
+def _gen_binding(draw, b: _RuleBuilder) -> list[Literal]:
+    """`v = w + c` (guarded), `v = c` or `v = w` binding a fresh variable v."""
+    v = b.fresh("b")
+    kind = draw(st.integers(0, 2)) if b.bound else 1
+    out: list[Literal]
+    if kind == 0:
+        w = draw(st.sampled_from(b.bound))
+        c = draw(st.integers(1, 2))
+        out = [Cmp("<", w, Const(DOMAIN_MAX + 1 - c)), Cmp("=", v, BinOp("+", w, Const(c)))]
+    elif kind == 1:
+        out = [Cmp("=", v, Const(_value(draw)))]
+    else:
+        out = [Cmp("=", draw(st.sampled_from(b.bound)), v)]
+    b.bound.append(v)
+    return out
 
 
 def _gen_head(draw, b: _RuleBuilder, head: Relation) -> tuple[Atom, list[Literal]]:
@@ -259,7 +279,7 @@ def _gen_rule(
         body.append(_gen_positive_atom(draw, b, rel, must_share=i > 0))
     tail: list[Literal] = []
     if "cmp" in feats and b.bound:
-        for _ in range(draw(st.integers(0, 2))):
+        for _ in range(draw(st.sampled_from([0, 0, 0, 1, 1, 2]))):
             tail.append(_gen_cmp(draw, b, list(b.bound)))
     lower_idb_or_edb = lower
     if "negation" in feats and lower_idb_or_edb and _chance(draw, 35):
@@ -269,6 +289,8 @@ def _gen_rule(
         agg, extra = _gen_aggregate(draw, b, lower)
         tail.append(agg)
         tail.extend(extra)
+    if "bind_eq" in feats and _chance(draw, 20):
+        tail.extend(_gen_binding(draw, b))
     head_atom, guards = _gen_head(draw, b, head)
     return Rule(head_atom, tuple(body + tail + guards))
 
@@ -356,7 +378,8 @@ def facts_for(draw, prog: Program, feats: frozenset[str] | None = None) -> dict[
     feats = enabled_features() if feats is None else feats
     out: dict[str, list[Tuple]] = {}
     for r in prog.inputs:
-        lines = draw(st.lists(st.tuples(*[st.integers(0, DOMAIN_MAX)] * r.arity), max_size=10))
+        n = draw(st.sampled_from(range(15)))  # uniform size: st.lists and st.integers favour tiny
+        lines = draw(st.lists(st.tuples(*[st.integers(0, DOMAIN_MAX)] * r.arity), min_size=n, max_size=n))
         if lines and "dup_fact_lines" in feats and _chance(draw, 10):
             lines.append(draw(st.sampled_from(lines)))
         out[r.name] = lines

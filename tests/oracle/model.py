@@ -108,10 +108,13 @@ class Agg:
     func: str
     target: Term | None  # None for count
     body: tuple[Literal, ...]
+    braces: bool = True  # False: Souffle's short form `m = max x : b(x)` (single atom)
 
     def __str__(self) -> str:
         tgt = "" if self.target is None else f" {self.target}"
         inner = ", ".join(map(str, self.body))
+        if not self.braces and len(self.body) == 1:
+            return f"{self.result} = {self.func}{tgt} : {inner}"
         return f"{self.result} = {self.func}{tgt} : {{ {inner} }}"
 
 
@@ -337,6 +340,8 @@ class _Parser:
             func = self.next()
             target = None if func == "count" else self.term()
             self.expect(":")
+            if self.peek() != "{":
+                return Agg(res, func, target, (self.atom(),), braces=False)
             self.expect("{")
             inner = self.body("}")
             self.expect("}")

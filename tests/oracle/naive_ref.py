@@ -152,8 +152,21 @@ def check_safe(rule: Rule) -> None:
             if lit.result.name in bound:
                 raise Unsafe(f"aggregate result {lit.result} already bound")
             bound.add(lit.result.name)
-    for lit in rule.body:
-        if isinstance(lit, Atom):
+    binders: set[int] = set()
+    changed = True
+    while changed:  # `v = expr` binds v once expr is bound
+        changed = False
+        for i, lit in enumerate(rule.body):
+            if i in binders or not (isinstance(lit, Cmp) and lit.op == "="):
+                continue
+            for var, expr in ((lit.left, lit.right), (lit.right, lit.left)):
+                if isinstance(var, Var) and var.name not in bound and {v.name for v in term_vars(expr)} <= bound:
+                    bound.add(var.name)
+                    binders.add(i)
+                    changed = True
+                    break
+    for i, lit in enumerate(rule.body):
+        if isinstance(lit, Atom) or i in binders:
             continue
         if isinstance(lit, Agg):
             inner_bound = set(outer_names)
