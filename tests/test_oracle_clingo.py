@@ -13,7 +13,8 @@ and checks
   * the final -D CSVs equal the answer after the last commit (sorted, no dups),
   * with two worker counts, stdout and outputs are identical.
 
-Env: NETC_ORACLE_EXAMPLES (default 200), CI=true => derandomized,
+Env: NETC_ORACLE_EXAMPLES (default 200), NETC_ORACLE_LONG_EXAMPLES (default 25,
+up to 20 commits each), CI=true => derandomized,
 NETC_BIN (skip the cargo build), NETC_ORACLE_DISABLE (feature list, see
 oracle/gen.py), NETC_ORACLE_FAILURES (reproducer root, default
 /tmp/netc-oracle-failures).
@@ -32,6 +33,7 @@ from oracle import check, gen
 from oracle.model import Atom, Const, Op, Program, Relation, Rule, Var
 
 EXAMPLES = int(os.environ.get("NETC_ORACLE_EXAMPLES", 200))
+LONG_EXAMPLES = int(os.environ.get("NETC_ORACLE_LONG_EXAMPLES", 25))
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 pytestmark = pytest.mark.netc
@@ -92,4 +94,18 @@ def test_netc_smoke_constants_only(netc_bin):
 )
 @given(ex=gen.examples())
 def test_netc_matches_clingo(netc_bin, ex):
+    _check(netc_bin, ex)
+
+
+@settings(
+    max_examples=LONG_EXAMPLES,
+    deadline=None,
+    derandomize=IN_CI,
+    database=None if IN_CI else settings.default.database,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
+    print_blob=True,
+)
+@given(ex=gen.examples(max_tx=20))
+def test_netc_matches_clingo_long_scripts(netc_bin, ex):
+    """Fewer examples, up to 20 commits each: incremental state must not drift."""
     _check(netc_bin, ex)

@@ -387,12 +387,14 @@ def facts_for(draw, prog: Program, feats: frozenset[str] | None = None) -> dict[
 
 
 @st.composite
-def transactions_for(draw, prog: Program, initial: Database, feats: frozenset[str] | None = None) -> list[Transaction]:
+def transactions_for(
+    draw, prog: Program, initial: Database, feats: frozenset[str] | None = None, max_tx: int = 6
+) -> list[Transaction]:
     feats = enabled_features() if feats is None else feats
     inputs = prog.inputs
     db = initial
     txs: list[Transaction] = []
-    for _ in range(draw(st.integers(1, 6))):
+    for _ in range(draw(st.integers(1, max_tx))):
         ops: list[Op] = []
         touched: set[tuple[str, Tuple]] = set()
         for _ in range(draw(st.integers(1, 5))):
@@ -426,10 +428,10 @@ WORKER_CHOICES: list[tuple[int | None, ...]] = [(1,), (3,), (1, 3), (None,)]
 
 
 @st.composite
-def examples(draw, feats: frozenset[str] | None = None) -> Example:
+def examples(draw, feats: frozenset[str] | None = None, max_tx: int = 6) -> Example:
     feats = enabled_features() if feats is None else feats
     prog = draw(programs(feats))
     facts = draw(facts_for(prog, feats))
     ex = Example(prog, facts, [], draw(st.sampled_from(WORKER_CHOICES)))
-    ex.transactions = draw(transactions_for(prog, ex.initial_db, feats))
+    ex.transactions = draw(transactions_for(prog, ex.initial_db, feats, max_tx))
     return ex
