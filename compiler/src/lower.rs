@@ -1,1 +1,0 @@
-//! Lowering of a checked program to the plan IR (in progress).
