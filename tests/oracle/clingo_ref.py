@@ -37,6 +37,7 @@ from .model import (
     Term,
     Var,
     Wild,
+    expand_rules,
 )
 
 
@@ -140,7 +141,7 @@ def rule_to_asp(rule: Rule) -> str:
 
 
 def program_to_asp(prog: Program, edb: Database) -> str:
-    lines = [f"% {rule}\n{rule_to_asp(rule)}" for rule in prog.rules]
+    lines = [f"% {rule}\n{rule_to_asp(rule)}" for rule in expand_rules(prog.rules)]
     for name in sorted(edb):
         for tup in sorted(edb[name]):
             lines.append(f"{pred(name)}({','.join(map(str, tup))}).")

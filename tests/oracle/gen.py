@@ -15,7 +15,8 @@ Features can be switched off for bisecting with the env var
 NETC_ORACLE_DISABLE, e.g. `NETC_ORACLE_DISABLE=agg,negation`.  Names:
   agg, multi_atom_agg, agg_filter, negation, neg_wildcard, arith, cmp,
   recursion, templates, idb_facts, dup_fact_lines, edb_output, dup_inserts,
-  absent_deletes, wildcards, constants, bind_eq, agg_nobrace
+  absent_deletes, wildcards, constants, bind_eq, agg_nobrace, disjunction,
+  multi_head
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from .model import (
     Cmp,
     Const,
     Database,
+    Disj,
     Literal,
     Neg,
     Op,
@@ -66,6 +68,8 @@ FEATURES = (
     "constants",
     "bind_eq",
     "agg_nobrace",
+    "disjunction",
+    "multi_head",
 )
 
 
@@ -265,19 +269,36 @@ def _gen_rule(
     same_level: list[Relation],
     lower: list[Relation],
     recursive: bool,
+    higher: list[Relation] | None = None,
 ) -> Rule:
     b = _RuleBuilder(draw, feats)
     n_atoms = draw(st.sampled_from([1, 2, 2, 3, 3, 4]))
     body: list[Literal] = []
     for i in range(n_atoms):
         if i == 0 and recursive and same_level:
-            rel = draw(st.sampled_from(same_level))
+            pool = same_level
         elif recursive and same_level and _chance(draw, 15):
-            rel = draw(st.sampled_from(same_level))
+            pool = same_level
         else:
-            rel = draw(st.sampled_from(lower))
-        body.append(_gen_positive_atom(draw, b, rel, must_share=i > 0))
+            pool = lower
+        rel = draw(st.sampled_from(pool))
+        atom = _gen_positive_atom(draw, b, rel, must_share=i > 0)
+        if "disjunction" in feats and _chance(draw, 8):
+            # `(r(x, y) ; s(y, x))`: both alternatives bind the same variables
+            same_arity = [r for r in pool if r.arity == rel.arity]
+            rel2 = draw(st.sampled_from(same_arity))
+            args2 = draw(st.permutations(atom.args))
+            body.append(Disj(((atom,), (Atom(rel2.name, tuple(args2)),))))
+        else:
+            body.append(atom)
     tail: list[Literal] = []
+    if "disjunction" in feats and b.bound and _chance(draw, 10):
+        alt1 = _gen_cmp(draw, b, list(b.bound))
+        if "negation" in feats and lower and draw(st.booleans()):
+            alt2: Literal = _gen_negation(draw, b, draw(st.sampled_from(lower)))
+        else:
+            alt2 = _gen_cmp(draw, b, list(b.bound))
+        tail.append(Disj(((alt1,), (alt2,))))
     if "cmp" in feats and b.bound:
         for _ in range(draw(st.sampled_from([0, 0, 0, 1, 1, 2]))):
             tail.append(_gen_cmp(draw, b, list(b.bound)))
@@ -292,7 +313,13 @@ def _gen_rule(
     if "bind_eq" in feats and _chance(draw, 20):
         tail.extend(_gen_binding(draw, b))
     head_atom, guards = _gen_head(draw, b, head)
-    return Rule(head_atom, tuple(body + tail + guards))
+    extra_heads: list[Atom] = []
+    if "multi_head" in feats and higher and _chance(draw, 10):
+        # a second head at the same or a higher level keeps stratification
+        h2, guards2 = _gen_head(draw, b, draw(st.sampled_from(higher)))
+        extra_heads.append(h2)
+        guards += guards2
+    return Rule(head_atom, tuple(body + tail + guards), tuple(extra_heads))
 
 
 def _template_rules(draw, h: Relation, e: Relation, partner: Relation | None) -> list[Rule]:
@@ -363,7 +390,8 @@ def programs(draw, feats: frozenset[str] | None = None) -> Program:
         n_rules = draw(st.integers(1, 3))
         for i in range(n_rules):
             recursive = i > 0 and bool(same) and _chance(draw, 60)
-            rules.append(_gen_rule(draw, feats, h, same, lower, recursive))
+            higher = [r for r in idb if level_of[r.name] >= lv]
+            rules.append(_gen_rule(draw, feats, h, same, lower, recursive, higher))
         if "idb_facts" in feats and _chance(draw, 10):
             rules.append(Rule(Atom(h.name, tuple(Const(_value(draw)) for _ in range(h.arity)))))
     return Program(all_rels, rules)

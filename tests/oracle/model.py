@@ -118,18 +118,53 @@ class Agg:
         return f"{self.result} = {self.func}{tgt} : {{ {inner} }}"
 
 
-Literal = Atom | Neg | Cmp | Agg
+@dataclass(frozen=True)
+class Disj:
+    """`( alt1 ; alt2 ; ... )` in a rule body; each alternative is a conjunction."""
+
+    alts: tuple[tuple[Literal, ...], ...]
+
+    def __str__(self) -> str:
+        return "(" + " ; ".join(", ".join(map(str, alt)) for alt in self.alts) + ")"
+
+
+Literal = Atom | Neg | Cmp | Agg | Disj
 
 
 @dataclass(frozen=True)
 class Rule:
     head: Atom
     body: tuple[Literal, ...] = ()
+    extra_heads: tuple[Atom, ...] = ()  # `h1(..), h2(..) :- body.`
+
+    @property
+    def heads(self) -> tuple[Atom, ...]:
+        return (self.head, *self.extra_heads)
 
     def __str__(self) -> str:
+        heads = ", ".join(map(str, self.heads))
         if not self.body:
-            return f"{self.head}."
-        return f"{self.head} :- {', '.join(map(str, self.body))}."
+            return f"{heads}."
+        return f"{heads} :- {', '.join(map(str, self.body))}."
+
+
+def _dnf(body: tuple[Literal, ...]) -> list[tuple[Literal, ...]]:
+    out: list[tuple[Literal, ...]] = [()]
+    for lit in body:
+        if isinstance(lit, Disj):
+            out = [pre + alt_conj for pre in out for alt in lit.alts for alt_conj in _dnf(alt)]
+        else:
+            out = [pre + (lit,) for pre in out]
+    return out
+
+
+def expand_rule(rule: Rule) -> list[Rule]:
+    """Plain rules (one head, no disjunction) equivalent to `rule`."""
+    return [Rule(h, body) for h in rule.heads for body in _dnf(rule.body)]
+
+
+def expand_rules(rules: list[Rule]) -> list[Rule]:
+    return [r for rule in rules for r in expand_rule(rule)]
 
 
 @dataclass(frozen=True)
@@ -229,7 +264,7 @@ def render_facts_file(lines: list[Tuple]) -> str:
 
 _TOKEN_RE = re.compile(
     r"\s+|//[^\n]*|/\*.*?\*/"
-    r"|(?P<tok>:-|<=|>=|!=|\.[A-Za-z_]+|[A-Za-z_][A-Za-z0-9_]*|\d+|[(),.:{}<>=!+\-*_])",
+    r"|(?P<tok>:-|<=|>=|!=|\.[A-Za-z_]+|[A-Za-z_][A-Za-z0-9_]*|\d+|[(),.:;{}<>=!+\-*_])",
     re.S,
 )
 
@@ -310,13 +345,20 @@ class _Parser:
         return Program(rels, rules)
 
     def rule(self) -> Rule:
-        head = self.atom()
+        heads = [self.atom()]
+        while self.peek() == ",":
+            self.next()
+            heads.append(self.atom())
         body: tuple[Literal, ...] = ()
         if self.peek() == ":-":
             self.next()
-            body = self.body(".")
+            alts = [self.conj()]
+            while self.peek() == ";":  # top-level disjunction `h :- a ; b.`
+                self.next()
+                alts.append(self.conj())
+            body = alts[0] if len(alts) == 1 else (Disj(tuple(alts)),)
         self.expect(".")
-        return Rule(head, body)
+        return Rule(heads[0], body, tuple(heads[1:]))
 
     def body(self, end: str) -> tuple[Literal, ...]:
         lits = [self.literal()]
@@ -329,6 +371,12 @@ class _Parser:
 
     def literal(self) -> Literal:
         t = self.peek()
+        if t == "(":
+            save = self.i
+            try:
+                return self.disjunction()
+            except ParseError:
+                self.i = save  # a parenthesised arithmetic term, e.g. `(x + 1) < y`
         if t == "!":
             self.next()
             return Neg(self.atom())
@@ -351,6 +399,22 @@ class _Parser:
         if op not in CMP_OPS:
             raise ParseError(f"expected comparison, got {op!r}")
         return Cmp(op, left, self.term())
+
+    def disjunction(self) -> Disj:
+        self.expect("(")
+        alts = [self.conj()]
+        while self.peek() == ";":
+            self.next()
+            alts.append(self.conj())
+        self.expect(")")
+        return Disj(tuple(alts))
+
+    def conj(self) -> tuple[Literal, ...]:
+        lits = [self.literal()]
+        while self.peek() == ",":
+            self.next()
+            lits.append(self.literal())
+        return tuple(lits)
 
     def atom(self) -> Atom:
         name = self.next()

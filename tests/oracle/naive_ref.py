@@ -25,6 +25,7 @@ from .model import (
     Tuple,
     Var,
     Wild,
+    expand_rules,
     term_vars,
 )
 
@@ -65,7 +66,7 @@ def strata(prog: Program) -> list[list[str]]:
     names = [r.name for r in prog.relations]
     edges: dict[str, set[str]] = {n: set() for n in names}
     neg_edges: set[tuple[str, str]] = set()
-    for rule in prog.rules:
+    for rule in expand_rules(prog.rules):
         h = rule.head.rel
         for b, negative in dependencies(rule):
             edges[h].add(b)
@@ -379,7 +380,7 @@ def evaluate(prog: Program, edb: Database, max_rounds: int = 10_000) -> Database
         db.setdefault(name, set()).update(tuples)
     ev = _Evaluator(db)
     for comp in strata(prog):
-        rules = [r for r in prog.rules if r.head.rel in comp]
+        rules = [r for r in expand_rules(prog.rules) if r.head.rel in comp]
         outers = [_outer_vars(r) for r in rules]
         for _ in range(max_rounds):
             changed = False
