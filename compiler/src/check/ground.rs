@@ -105,10 +105,17 @@ impl Ground {
         self.bound.get(v).copied().unwrap_or(true)
     }
 
+    /// Whether `e` can be computed from bound variables. An aggregate
+    /// counts as computable even if its group key is not bound: that is
+    /// reported at the key, not again at the aggregate's result.
     fn all_bound(&self, e: &Expr) -> bool {
-        let mut ok = true;
-        e.free_vars(&mut |v, _| ok &= self.is_bound(v));
-        ok
+        match e {
+            Expr::Var(v, _) => self.is_bound(*v),
+            Expr::Wildcard(_) | Expr::Lit { .. } | Expr::Agg(_) => true,
+            Expr::Call { args, .. } => args.iter().all(|a| self.all_bound(a)),
+            Expr::Binary(_, a, b, _) => self.all_bound(a) && self.all_bound(b),
+            Expr::Unary(_, a, _) | Expr::As(a, _, _, _) => self.all_bound(a),
+        }
     }
 
     /// Binds what the leaves of one scope bind, then checks every use.
@@ -198,8 +205,9 @@ impl Ground {
             // Inside, the group key counts as bound; the outer binding is checked by `uses`.
             let saved = self.bound.clone();
             for v in &a.group {
-                self.bound[*v] = true;
-                self.in_agg[*v] = true;
+                if let (Some(b), Some(i)) = (self.bound.get_mut(*v), self.in_agg.get_mut(*v)) {
+                    (*b, *i) = (true, true);
+                }
             }
             self.scope(&a.body, depth + 1);
             if let Some(t) = &a.target {

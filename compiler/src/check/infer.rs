@@ -172,8 +172,12 @@ impl Typer<'_, '_, '_> {
             (Ty::Unknown, _) | (_, Ty::Unknown) => Ty::Unknown,
             (Ty::IntLit, Ty::IntLit) => Ty::IntLit,
             _ => {
-                let pa = self.operand(ta, a.span(), op.symbol(), allowed);
+                // One bad operand is reported, not both (`s + "x"` is one mistake).
+                let Some(pa) = self.operand(ta, a.span(), op.symbol(), allowed) else {
+                    return Ty::Unknown;
+                };
                 let pb = self.operand(tb, b.span(), op.symbol(), allowed);
+                let pa = Some(pa);
                 match (pa, pb) {
                     // Constant arithmetic is typed like a literal: `443 + 1` fits a `Port`.
                     (Some(x), Some(y)) if x == y && is_constant(a) && is_constant(b) => {

@@ -139,12 +139,14 @@ impl<'d> Reporter<'d> {
 }
 
 /// "did you mean `x`?" for the closest candidate, if it is a likely typo
-/// (edit distance at most a third of the word's length, and at least 1).
+/// (edit distance 1 for words of up to 3 characters, else up to a third
+/// of the word's length but at least 2).
 pub fn did_you_mean<'a>(
     word: &str,
     candidates: impl IntoIterator<Item = &'a str>,
 ) -> Option<String> {
-    let limit = (word.chars().count() / 3).max(1);
+    let len = word.chars().count();
+    let limit = if len <= 3 { 1 } else { (len / 3).max(2) };
     candidates
         .into_iter()
         .filter(|c| *c != word)

@@ -506,7 +506,8 @@ impl Cx<'_, '_, '_> {
         }
     }
 
-    /// An atom literal; a name that is no relation but a constraint functor is a constraint.
+    /// An atom literal; a name that is no relation but a functor is a
+    /// constraint (typeck reports a value functor used as one, E0205).
     fn atom_or_constraint(
         &mut self,
         a: &ast::Atom,
@@ -515,8 +516,7 @@ impl Cx<'_, '_, '_> {
         scope: &Scope,
         vars: &mut Vec<Var>,
     ) -> Leaf {
-        let is_functor = crate::functors::overloads(&a.relation.name)
-            .is_some_and(|o| o.iter().any(|s| s.is_constraint()));
+        let is_functor = crate::functors::overloads(&a.relation.name).is_some();
         if !self.index.contains_key(a.relation.name.as_str()) && is_functor {
             let args = a
                 .args

@@ -244,6 +244,10 @@ fn report_cycle(
         );
     }
     let hint = match bad.kind {
+        _ if bad.head == bad.dep => format!(
+            "a relation cannot be defined through {} of itself; compute that part in a separate relation first",
+            if bad.kind == DepKind::Neg { "the negation" } else { "an aggregate" }
+        ),
         DepKind::Neg => format!("`{}` must be complete before it is negated; break the cycle so that `{}` does not depend on `{}`", name(bad.dep), name(bad.dep), name(bad.head)),
         _ => format!("`{}` must be complete before it is aggregated; break the cycle so that `{}` does not depend on `{}`", name(bad.dep), name(bad.dep), name(bad.head)),
     };

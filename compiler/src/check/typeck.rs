@@ -329,13 +329,13 @@ impl Typer<'_, '_, '_> {
                     "E0201",
                     span,
                     format!("type mismatch: cannot compare `{nx}` with `{ny}`"),
-                )
-                .with_label(lhs.span(), format!("`{nx}`"))
-                .with_label(rhs.span(), format!("`{ny}`"));
-                for e in [&*lhs, &*rhs] {
-                    if let Some(l) = self.var_site(e) {
-                        d = d.with_label(l.0, l.1);
-                    }
+                );
+                for (e, n) in [(&*lhs, &nx), (&*rhs, &ny)] {
+                    // A variable's label says where its type comes from; other operands show their type.
+                    d = match self.var_site(e) {
+                        Some((site, text)) => d.with_label(site, text),
+                        None => d.with_label(e.span(), format!("`{n}`")),
+                    };
                 }
                 self.err(d.with_hint(sibling_hint(self.env, x, y)));
             }
