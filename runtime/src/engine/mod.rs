@@ -1,1 +1,397 @@
-//! The engine (in progress).
+//! The engine: a [`Plan`] interpreted incrementally on differential dataflow.
+//!
+//! Map of this module:
+//! - `mod.rs` (here): the public API — [`Engine`], [`Transaction`],
+//!   [`Changes`], [`EngineStats`], [`EngineError`] — and the driver-side
+//!   state: base facts per relation (set semantics at the input) and a
+//!   mirror of every relation's contents (for [`Engine::contents`]).
+//! - `validate.rs`: checks the plan's invariants (PLAN-SLOTS, PLAN-STRATA,
+//!   PLAN-RECURSIVE) and user rows before anything runs.
+//! - `driver.rs`: the timely worker threads, epochs, capture and shutdown.
+//! - `render.rs`: plan → dataflow on one worker (strata, bodies, aggregates).
+//! - `arrange.rs`: arrangement types and the per-scope sharing cache.
+//! - `eval.rs`: expressions, conditions and column patterns over rows.
+//! - `tuple.rs`: the row type inside the dataflow (fast order, serde).
+//!
+//! Semantics (what callers may rely on): every relation's contents are the
+//! distinct union of its base facts (program facts + committed inserts −
+//! committed deletes) and what its rules derive. [`Engine::new`] loads
+//! `plan.facts` as commit 0. Each [`Engine::commit`] applies a transaction
+//! atomically and returns exactly `contents after − contents before` for
+//! every relation that changed. Results do not depend on the worker count.
+
+mod arrange;
+mod driver;
+mod eval;
+mod render;
+mod tuple;
+mod validate;
+
+pub use tuple::{sort_by_row, sort_rows};
+
+use driver::Workers;
+use netc_compiler::plan::{Plan, RelId};
+use netc_compiler::value::Row;
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tuple::Tuple;
+
+/// Why the engine refused or failed an operation.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EngineError {
+    /// The plan breaks an invariant the lowering promised (an internal error).
+    #[error("internal error: invalid plan ({invariant}): {detail}")]
+    InvalidPlan {
+        invariant: &'static str,
+        detail: String,
+    },
+    #[error("unknown relation id {0}")]
+    UnknownRelation(RelId),
+    #[error("relation `{relation}` has {expected} column(s), but the row has {found}")]
+    Arity {
+        relation: String,
+        expected: usize,
+        found: usize,
+    },
+    #[error(
+        "relation `{relation}`, column `{column}`: `{value}` is not a value of type {expected}"
+    )]
+    Type {
+        relation: String,
+        column: String,
+        expected: String,
+        value: String,
+    },
+    #[error("the engine needs at least one worker")]
+    NoWorkers,
+    #[error("could not start the worker threads: {0}")]
+    Start(String),
+    #[error("internal error: engine worker {worker} failed: {message}")]
+    WorkerDied { worker: usize, message: String },
+    #[error("internal error: {0}")]
+    Internal(String),
+    #[error("the engine stopped after an earlier failure: {0}")]
+    Poisoned(String),
+}
+
+/// Insert or delete a base fact.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Diff {
+    Insert,
+    Delete,
+}
+
+impl Diff {
+    /// `+1` for an insert, `-1` for a delete.
+    pub fn sign(self) -> isize {
+        match self {
+            Diff::Insert => 1,
+            Diff::Delete => -1,
+        }
+    }
+}
+
+/// Base-fact changes applied together. They apply in order: inserting then
+/// deleting the same fact leaves it absent. Inserting a present base fact or
+/// deleting an absent one does nothing.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Transaction {
+    pub changes: Vec<(RelId, Row, Diff)>,
+}
+
+impl Transaction {
+    pub fn new() -> Transaction {
+        Transaction::default()
+    }
+    pub fn insert(&mut self, rel: RelId, row: Row) -> &mut Self {
+        self.changes.push((rel, row, Diff::Insert));
+        self
+    }
+    pub fn delete(&mut self, rel: RelId, row: Row) -> &mut Self {
+        self.changes.push((rel, row, Diff::Delete));
+        self
+    }
+    pub fn is_empty(&self) -> bool {
+        self.changes.is_empty()
+    }
+    pub fn len(&self) -> usize {
+        self.changes.len()
+    }
+}
+
+/// The net changes of one commit: per relation that changed, `(row, +1)` for
+/// a row that appeared and `(row, -1)` for one that disappeared, sorted by
+/// row in `Value`'s order. Relations without changes are absent.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Changes {
+    pub by_rel: BTreeMap<RelId, Vec<(Row, isize)>>,
+}
+
+impl Changes {
+    /// The changes of one relation (empty if none).
+    pub fn get(&self, rel: RelId) -> &[(Row, isize)] {
+        self.by_rel.get(&rel).map(|v| v.as_slice()).unwrap_or(&[])
+    }
+    pub fn iter(&self) -> impl Iterator<Item = (RelId, &[(Row, isize)])> {
+        self.by_rel.iter().map(|(r, v)| (*r, v.as_slice()))
+    }
+    /// Rows that appeared in `rel`.
+    pub fn inserted(&self, rel: RelId) -> impl Iterator<Item = &Row> {
+        self.get(rel).iter().filter(|(_, d)| *d > 0).map(|(r, _)| r)
+    }
+    /// Rows that disappeared from `rel`.
+    pub fn deleted(&self, rel: RelId) -> impl Iterator<Item = &Row> {
+        self.get(rel).iter().filter(|(_, d)| *d < 0).map(|(r, _)| r)
+    }
+    pub fn is_empty(&self) -> bool {
+        self.by_rel.is_empty()
+    }
+    /// Total number of row changes over all relations.
+    pub fn len(&self) -> usize {
+        self.by_rel.values().map(Vec::len).sum()
+    }
+}
+
+/// Counters of one commit.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CommitStats {
+    /// The dataflow epoch it ran as; `None` if it changed no base fact and so
+    /// did not run at all.
+    pub epoch: Option<u64>,
+    /// Base-fact changes that took effect (after set semantics).
+    pub input_changes: usize,
+    /// Rows handled by interpreted operators (scans, joins, filters, heads,
+    /// ...), summed over workers: the work done, a measure of incrementality.
+    pub records: u64,
+    /// Relation updates captured before consolidation, over all workers.
+    pub updates: usize,
+    /// Net row changes (the size of the commit's [`Changes`]).
+    pub changes: usize,
+    pub elapsed: Duration,
+}
+
+/// Counters of the engine.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EngineStats {
+    pub workers: usize,
+    /// Shared arrangements (and negation key sets) each worker built.
+    pub arrangements: usize,
+    /// Epochs run so far (commit 0 included).
+    pub epochs: u64,
+    /// The latest commit (commit 0 right after [`Engine::new`]).
+    pub last: CommitStats,
+    /// [`CommitStats::records`] summed over all commits.
+    pub total_records: u64,
+}
+
+/// A running program. Dropping it stops and joins its worker threads.
+pub struct Engine {
+    plan: Arc<Plan>,
+    workers: Workers,
+    /// Base facts per relation.
+    base: Vec<HashSet<Row>>,
+    /// Current contents per relation.
+    contents: Vec<HashSet<Tuple>>,
+    next_epoch: u64,
+    stats: EngineStats,
+    poisoned: Option<String>,
+}
+
+impl Engine {
+    /// Checks the plan, starts `workers` worker threads, builds the dataflow
+    /// on each, and commits `plan.facts` as commit 0.
+    pub fn new(plan: Arc<Plan>, workers: usize) -> Result<Engine, EngineError> {
+        validate::plan(&plan)?;
+        let w = Workers::start(plan.clone(), workers)?;
+        let n = plan.relations.len();
+        let mut engine = Engine {
+            stats: EngineStats {
+                workers,
+                arrangements: w.arrangements,
+                ..Default::default()
+            },
+            workers: w,
+            base: vec![HashSet::new(); n],
+            contents: vec![HashSet::new(); n],
+            next_epoch: 0,
+            poisoned: None,
+            plan: plan.clone(),
+        };
+        let tx = Transaction {
+            changes: plan
+                .facts
+                .iter()
+                .map(|(r, row)| (*r, row.clone(), Diff::Insert))
+                .collect(),
+        };
+        engine.run(tx, false)?;
+        Ok(engine)
+    }
+
+    /// Applies a transaction and returns its net changes (see [`Changes`]).
+    /// Blocks until the dataflow has caught up. A transaction with an
+    /// invalid row (unknown relation, wrong arity or type) is rejected as a
+    /// whole and changes nothing.
+    pub fn commit(&mut self, tx: Transaction) -> Result<Changes, EngineError> {
+        Ok(self.run(tx, true)?.unwrap_or_default())
+    }
+
+    /// Like [`Engine::commit`] without building the [`Changes`] (cheaper for
+    /// bulk loads); see [`Engine::stats`] for what happened.
+    pub fn apply(&mut self, tx: Transaction) -> Result<CommitStats, EngineError> {
+        self.run(tx, false)?;
+        Ok(self.stats.last.clone())
+    }
+
+    fn run(&mut self, tx: Transaction, want_changes: bool) -> Result<Option<Changes>, EngineError> {
+        if let Some(p) = &self.poisoned {
+            return Err(EngineError::Poisoned(p.clone()));
+        }
+        let start = Instant::now();
+        for (rel, row, _) in &tx.changes {
+            validate::row(&self.plan, *rel, row)?;
+        }
+        let mut data = Vec::new();
+        for (rel, row, diff) in tx.changes {
+            let effective = match diff {
+                Diff::Insert => {
+                    !self.base[rel].contains(&row) && self.base[rel].insert(row.clone())
+                }
+                Diff::Delete => self.base[rel].remove(&row),
+            };
+            if effective {
+                data.push((rel, Tuple(row), diff.sign()));
+            }
+        }
+        // Consecutive opposite changes of one fact cancel; the dataflow would
+        // cancel them too, this just avoids an empty epoch.
+        consolidate(&mut data);
+        if data.is_empty() && self.next_epoch > 0 {
+            self.stats.last = CommitStats {
+                elapsed: start.elapsed(),
+                ..Default::default()
+            };
+            return Ok(want_changes.then(Changes::default));
+        }
+        let epoch = self.next_epoch;
+        let input_changes = data.len();
+        let out = match self.workers.run(epoch, data) {
+            Ok(o) => o,
+            Err(e) => {
+                self.poisoned = Some(e.to_string());
+                return Err(e);
+            }
+        };
+        self.next_epoch += 1;
+        let updates = out.updates.len();
+        let mut net = out.updates;
+        consolidate(&mut net);
+        for (rel, t, d) in &net {
+            let ok = if *d > 0 {
+                self.contents[*rel].insert(t.clone())
+            } else {
+                self.contents[*rel].remove(t)
+            };
+            if !ok || d.abs() != 1 {
+                let msg = format!(
+                    "epoch {epoch}: change {d:+} of {:?} in {} does not fit a set",
+                    t, self.plan.relations[*rel].name
+                );
+                self.poisoned = Some(msg.clone());
+                return Err(EngineError::Internal(msg));
+            }
+        }
+        let changes = want_changes.then(|| {
+            let mut by_rel: BTreeMap<RelId, Vec<(Row, isize)>> = BTreeMap::new();
+            for (rel, t, d) in net.iter() {
+                by_rel.entry(*rel).or_default().push((t.0.clone(), *d));
+            }
+            for v in by_rel.values_mut() {
+                sort_by_row(v, |(r, _)| r.as_slice());
+            }
+            Changes { by_rel }
+        });
+        self.stats.epochs += 1;
+        self.stats.total_records += out.records;
+        self.stats.last = CommitStats {
+            epoch: Some(epoch),
+            input_changes,
+            records: out.records,
+            updates,
+            changes: net.len(),
+            elapsed: start.elapsed(),
+        };
+        Ok(changes)
+    }
+
+    /// Current contents of a relation, sorted in `Value`'s order (empty for
+    /// an unknown id).
+    pub fn contents(&self, rel: RelId) -> Vec<Row> {
+        let mut rows: Vec<Row> = self
+            .contents
+            .get(rel)
+            .map(|s| s.iter().map(|t| t.0.clone()).collect())
+            .unwrap_or_default();
+        sort_rows(&mut rows);
+        rows
+    }
+
+    /// Number of rows of a relation (0 for an unknown id).
+    pub fn len(&self, rel: RelId) -> usize {
+        self.contents.get(rel).map_or(0, HashSet::len)
+    }
+
+    /// Whether a relation currently holds a row.
+    pub fn contains(&self, rel: RelId, row: &[netc_compiler::value::Value]) -> bool {
+        self.contents
+            .get(rel)
+            .is_some_and(|s| s.contains(&Tuple(row.to_vec())))
+    }
+
+    /// Whether a row is a base fact of a relation (as opposed to only derived).
+    pub fn is_base_fact(&self, rel: RelId, row: &[netc_compiler::value::Value]) -> bool {
+        self.base.get(rel).is_some_and(|s| s.contains(row))
+    }
+
+    /// Base facts of a relation, sorted.
+    pub fn base_facts(&self, rel: RelId) -> Vec<Row> {
+        let mut rows: Vec<Row> = self
+            .base
+            .get(rel)
+            .map(|s| s.iter().cloned().collect())
+            .unwrap_or_default();
+        sort_rows(&mut rows);
+        rows
+    }
+
+    pub fn stats(&self) -> EngineStats {
+        self.stats.clone()
+    }
+
+    pub fn plan(&self) -> &Arc<Plan> {
+        &self.plan
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        self.workers.shutdown();
+    }
+}
+
+/// Sorts by (relation, tuple) and sums the diffs of equal entries, dropping zeros.
+fn consolidate(v: &mut Vec<(RelId, Tuple, isize)>) {
+    v.sort_unstable_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+    let mut w = 0;
+    for r in 0..v.len() {
+        if w > 0 && v[w - 1].0 == v[r].0 && v[w - 1].1 == v[r].1 {
+            v[w - 1].2 += v[r].2;
+        } else {
+            v.swap(w, r);
+            w += 1;
+        }
+    }
+    v.truncate(w);
+    v.retain(|x| x.2 != 0);
+}

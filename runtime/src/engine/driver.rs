@@ -1,0 +1,392 @@
+//! The timely worker threads and the protocol that drives them.
+//!
+//! Expects: a validated plan; one [`Workers`] per engine, used from one
+//! thread at a time.
+//! Guarantees:
+//! - `workers` timely threads (`Config::process`) each build the same
+//!   dataflow (`render::build`) and then wait for [`Command`]s.
+//! - [`Workers::run`] is one epoch: every worker gets the same batch (an
+//!   `Arc`) and inserts its stride of it (update i goes to worker
+//!   i mod workers; the dataflow exchanges data by key anyway), advances all
+//!   inputs to `epoch + 1`, steps until its probe passes `epoch + 1`, and
+//!   replies with the updates its capture buffer gathered — exactly that
+//!   epoch's, since no later data exists yet. The driver concatenates the
+//!   replies; consolidation is the caller's.
+//! - No unbounded blind waits: the driver waits in 100 ms slices and checks
+//!   that every worker thread is alive; a worker that panics reports it
+//!   (caught with `catch_unwind`) and sets the shared abort flag, which every
+//!   other worker checks while stepping, so the driver gets an error instead
+//!   of hanging. After a failure the workers are aborted and nothing more
+//!   can run.
+//! - Idle workers park (woken by `unpark` when a command is sent, or every
+//!   100 ms), so an idle engine costs no CPU.
+//! - [`Workers::shutdown`] (also on drop) closes the inputs, lets the
+//!   dataflow drain and joins the threads; if a worker is stuck it is
+//!   detached after a grace period rather than hanging the caller.
+
+use super::render::{self, Built};
+use super::tuple::Tuple;
+use super::EngineError;
+use netc_compiler::plan::{Plan, RelId};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use timely::communication::initialize::WorkerGuards;
+use timely::worker::Worker;
+
+/// Updates of one epoch: `(relation, tuple, diff)`.
+pub type Updates = Vec<(RelId, Tuple, isize)>;
+
+enum Command {
+    Commit { epoch: u64, data: Arc<Updates> },
+    Shutdown,
+}
+
+enum Reply {
+    Ready {
+        worker: usize,
+        result: Result<usize, String>,
+    },
+    Done {
+        worker: usize,
+        epoch: u64,
+        updates: Updates,
+        records: u64,
+    },
+    Died {
+        worker: usize,
+        message: String,
+    },
+}
+
+/// What one epoch produced, summed over workers.
+pub struct EpochOutput {
+    pub updates: Updates,
+    pub records: u64,
+}
+
+pub struct Workers {
+    senders: Vec<Sender<Command>>,
+    replies: Receiver<Reply>,
+    guards: Option<WorkerGuards<()>>,
+    abort: Arc<AtomicBool>,
+    /// Shared arrangements each worker built.
+    pub arrangements: usize,
+}
+
+const SLICE: Duration = Duration::from_millis(100);
+
+impl Workers {
+    /// Starts the threads and waits until every worker has built the dataflow.
+    pub fn start(plan: Arc<Plan>, n: usize) -> Result<Workers, EngineError> {
+        if n == 0 {
+            return Err(EngineError::NoWorkers);
+        }
+        let (senders, receivers): (Vec<_>, Vec<_>) =
+            (0..n).map(|_| mpsc::channel::<Command>()).unzip();
+        let receivers = Arc::new(Mutex::new(
+            receivers.into_iter().map(Some).collect::<Vec<_>>(),
+        ));
+        let (reply_tx, replies) = mpsc::channel::<Reply>();
+        let abort = Arc::new(AtomicBool::new(false));
+        let abort_w = abort.clone();
+        let guards = timely::execute(timely::Config::process(n), move |worker| {
+            let index = worker.index();
+            let rx = receivers
+                .lock()
+                .ok()
+                .and_then(|mut v| v.get_mut(index).and_then(Option::take));
+            let Some(rx) = rx else {
+                let _ = reply_tx.send(Reply::Died {
+                    worker: index,
+                    message: "no command channel".into(),
+                });
+                abort_w.store(true, Ordering::SeqCst);
+                return;
+            };
+            let outcome = catch_unwind(AssertUnwindSafe(|| {
+                worker_loop(worker, &plan, &rx, &reply_tx, &abort_w)
+            }));
+            if let Err(payload) = outcome {
+                let message = payload
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| payload.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "panic".into());
+                abort_w.store(true, Ordering::SeqCst);
+                let _ = reply_tx.send(Reply::Died {
+                    worker: index,
+                    message,
+                });
+            }
+            if abort_w.load(Ordering::SeqCst) {
+                // Peers may be gone: do not wait for the dataflow to drain.
+                for id in worker.installed_dataflows() {
+                    worker.drop_dataflow(id);
+                }
+            }
+        })
+        .map_err(EngineError::Start)?;
+        let mut w = Workers {
+            senders,
+            replies,
+            guards: Some(guards),
+            abort,
+            arrangements: 0,
+        };
+        let mut ready = 0;
+        while ready < n {
+            match w.next_reply()? {
+                Reply::Ready { result: Ok(a), .. } => {
+                    w.arrangements = a;
+                    ready += 1;
+                }
+                Reply::Ready {
+                    worker,
+                    result: Err(e),
+                } => {
+                    w.fail();
+                    return Err(EngineError::Internal(format!(
+                        "worker {worker} could not render the plan: {e}"
+                    )));
+                }
+                Reply::Died { worker, message } => {
+                    w.fail();
+                    return Err(EngineError::WorkerDied { worker, message });
+                }
+                Reply::Done { .. } => {
+                    return Err(EngineError::Internal(
+                        "a worker finished an epoch before starting".into(),
+                    ))
+                }
+            }
+        }
+        Ok(w)
+    }
+
+    /// Runs one epoch with `data` (see module docs).
+    pub fn run(&mut self, epoch: u64, data: Updates) -> Result<EpochOutput, EngineError> {
+        let data = Arc::new(data);
+        for s in &self.senders {
+            if s.send(Command::Commit {
+                epoch,
+                data: data.clone(),
+            })
+            .is_err()
+            {
+                self.fail();
+                return Err(EngineError::WorkerDied {
+                    worker: 0,
+                    message: "a worker stopped accepting commands".into(),
+                });
+            }
+        }
+        self.wake();
+        let mut out = EpochOutput {
+            updates: Vec::new(),
+            records: 0,
+        };
+        let mut done = 0;
+        while done < self.senders.len() {
+            match self.next_reply()? {
+                Reply::Done {
+                    epoch: e,
+                    updates,
+                    records,
+                    ..
+                } if e == epoch => {
+                    if out.updates.is_empty() {
+                        out.updates = updates;
+                    } else {
+                        out.updates.extend(updates);
+                    }
+                    out.records += records;
+                    done += 1;
+                }
+                Reply::Died { worker, message } => {
+                    self.fail();
+                    return Err(EngineError::WorkerDied { worker, message });
+                }
+                Reply::Done {
+                    worker, epoch: e, ..
+                } => {
+                    self.fail();
+                    return Err(EngineError::Internal(format!(
+                        "worker {worker} reported epoch {e} while epoch {epoch} ran"
+                    )));
+                }
+                Reply::Ready { .. } => {}
+            }
+        }
+        Ok(out)
+    }
+
+    /// The next reply, waiting in slices and checking the threads are alive.
+    fn next_reply(&mut self) -> Result<Reply, EngineError> {
+        loop {
+            match self.replies.recv_timeout(SLICE) {
+                Ok(r) => return Ok(r),
+                Err(RecvTimeoutError::Timeout) => {
+                    let dead = self
+                        .guards
+                        .as_ref()
+                        .and_then(|g| g.guards().iter().position(|h| h.is_finished()));
+                    if let Some(worker) = dead {
+                        // It may have reported before exiting.
+                        if let Ok(r) = self.replies.try_recv() {
+                            return Ok(r);
+                        }
+                        self.fail();
+                        return Err(EngineError::WorkerDied {
+                            worker,
+                            message: "the worker thread exited unexpectedly".into(),
+                        });
+                    }
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    self.fail();
+                    return Err(EngineError::WorkerDied {
+                        worker: 0,
+                        message: "all worker threads are gone".into(),
+                    });
+                }
+            }
+        }
+    }
+
+    fn wake(&self) {
+        if let Some(g) = &self.guards {
+            for h in g.guards() {
+                h.thread().unpark();
+            }
+        }
+    }
+
+    /// Marks the computation as failed: every worker stops at its next check.
+    fn fail(&mut self) {
+        self.abort.store(true, Ordering::SeqCst);
+        self.wake();
+    }
+
+    /// Stops the workers and joins them (see module docs).
+    pub fn shutdown(&mut self) {
+        let Some(guards) = self.guards.take() else {
+            return;
+        };
+        for s in &self.senders {
+            let _ = s.send(Command::Shutdown);
+        }
+        for h in guards.guards() {
+            h.thread().unpark();
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !guards.guards().iter().all(|h| h.is_finished()) {
+            if Instant::now() > deadline {
+                self.abort.store(true, Ordering::SeqCst);
+            }
+            if Instant::now() > deadline + Duration::from_secs(5) {
+                // A stuck thread: detach rather than hang the caller.
+                std::mem::forget(guards);
+                return;
+            }
+            for h in guards.guards() {
+                h.thread().unpark();
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // `join` (unlike dropping the guards) does not panic on a worker panic.
+        let _ = guards.join();
+    }
+}
+
+impl Drop for Workers {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+fn aborted(abort: &AtomicBool) -> bool {
+    abort.load(Ordering::Relaxed)
+}
+
+/// One worker's life: build, then serve commands until shutdown.
+fn worker_loop(
+    worker: &mut Worker,
+    plan: &Plan,
+    rx: &Receiver<Command>,
+    tx: &Sender<Reply>,
+    abort: &AtomicBool,
+) {
+    let index = worker.index();
+    let peers = worker.peers();
+    let built = worker.dataflow::<u64, _, _>(|scope| render::build(scope, plan));
+    let mut b: Built = match built {
+        Ok(mut b) => {
+            b.start(index);
+            let _ = tx.send(Reply::Ready {
+                worker: index,
+                result: Ok(b.counters.arrangements.get()),
+            });
+            b
+        }
+        Err(e) => {
+            abort.store(true, Ordering::SeqCst);
+            let _ = tx.send(Reply::Ready {
+                worker: index,
+                result: Err(e),
+            });
+            return;
+        }
+    };
+    loop {
+        if aborted(abort) {
+            return;
+        }
+        match rx.try_recv() {
+            Ok(Command::Commit { epoch, data }) => {
+                for (_, (rel, t, d)) in data.iter().enumerate().filter(|(i, _)| i % peers == index)
+                {
+                    if let Some(input) = b.inputs.get_mut(*rel) {
+                        input.update(t.clone(), *d);
+                    }
+                }
+                drop(data);
+                let next = epoch + 1;
+                for input in &mut b.inputs {
+                    input.advance_to(next);
+                    input.flush();
+                }
+                while b.probe.less_than(&next) {
+                    if aborted(abort) {
+                        return;
+                    }
+                    worker.step_or_park(Some(SLICE));
+                }
+                let updates = std::mem::take(&mut *b.captured.borrow_mut());
+                let records = b.counters.records.replace(0);
+                if tx
+                    .send(Reply::Done {
+                        worker: index,
+                        epoch,
+                        updates,
+                        records,
+                    })
+                    .is_err()
+                {
+                    return;
+                }
+            }
+            Ok(Command::Shutdown) | Err(TryRecvError::Disconnected) => break,
+            Err(TryRecvError::Empty) => {
+                worker.step_or_park(Some(SLICE));
+            }
+        }
+    }
+    // Close the inputs and let the dataflow drain (all workers do the same).
+    drop(b);
+    while worker.has_dataflows() && !aborted(abort) {
+        worker.step_or_park(Some(SLICE));
+    }
+}

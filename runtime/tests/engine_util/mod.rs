@@ -1,0 +1,202 @@
+//! Shared helpers for the engine tests: hand-built plans and small values.
+#![allow(dead_code)]
+
+use netc_compiler::ast::AggFunc;
+use netc_compiler::plan::{
+    Body, ColPat, Column, Expr, Plan, RelId, Relation, RulePlan, Scan, Source, Step, Stratum,
+};
+use netc_compiler::source::{FileId, Span};
+use netc_compiler::types::Prim;
+use netc_compiler::value::{Row, Value};
+use netc_runtime::engine::{Changes, Engine, Transaction};
+use std::sync::Arc;
+
+pub fn span() -> Span {
+    Span::new(FileId(0), 0, 0)
+}
+
+pub fn n(x: i64) -> Value {
+    Value::Number(x)
+}
+
+pub fn row(xs: &[i64]) -> Row {
+    xs.iter().map(|&x| n(x)).collect()
+}
+
+pub fn rows(xs: &[&[i64]]) -> Vec<Row> {
+    xs.iter().map(|r| row(r)).collect()
+}
+
+pub fn slot(i: usize) -> Expr {
+    Expr::Slot(i)
+}
+
+pub fn slots(is: &[usize]) -> Vec<Expr> {
+    is.iter().map(|&i| Expr::Slot(i)).collect()
+}
+
+pub fn binds(k: usize) -> Vec<ColPat> {
+    vec![ColPat::Bind; k]
+}
+
+/// A plan under construction.
+pub struct P {
+    pub plan: Plan,
+}
+
+impl P {
+    pub fn new() -> P {
+        P {
+            plan: Plan {
+                relations: vec![],
+                strata: vec![],
+                facts: vec![],
+            },
+        }
+    }
+
+    /// Declares a relation with columns of the given types.
+    pub fn rel(&mut self, name: &str, prims: &[Prim]) -> RelId {
+        self.plan.relations.push(Relation {
+            name: name.to_string(),
+            columns: prims
+                .iter()
+                .enumerate()
+                .map(|(i, p)| Column {
+                    name: format!("c{i}"),
+                    type_name: p.name().to_string(),
+                    prims: vec![*p],
+                })
+                .collect(),
+            location: None,
+            inputs: vec![],
+            outputs: vec![],
+            printsize: false,
+            span: span(),
+        });
+        self.plan.relations.len() - 1
+    }
+
+    /// Declares a relation of `arity` number columns.
+    pub fn nums(&mut self, name: &str, arity: usize) -> RelId {
+        self.rel(name, &vec![Prim::Number; arity])
+    }
+
+    pub fn stratum(&mut self, relations: &[RelId], recursive: bool, rules: Vec<RulePlan>) {
+        self.plan.strata.push(Stratum {
+            relations: relations.to_vec(),
+            recursive,
+            rules,
+        });
+    }
+
+    pub fn fact(&mut self, rel: RelId, r: Row) {
+        self.plan.facts.push((rel, r));
+    }
+
+    pub fn engine(&self, workers: usize) -> Engine {
+        Engine::new(Arc::new(self.plan.clone()), workers).expect("engine starts")
+    }
+}
+
+pub fn rule(head: RelId, head_exprs: Vec<Expr>, source: Source, steps: Vec<Step>) -> RulePlan {
+    RulePlan {
+        head,
+        head_exprs,
+        body: Body { source, steps },
+        span: span(),
+    }
+}
+
+pub fn scan(rel: RelId, cols: Vec<ColPat>) -> Source {
+    Source::Scan(Scan { rel, cols })
+}
+
+pub fn join(rel: RelId, left_key: Vec<Expr>, right_key: Vec<usize>, cols: Vec<ColPat>) -> Step {
+    Step::Join {
+        rel,
+        left_key,
+        right_key,
+        cols,
+    }
+}
+
+pub fn anti(rel: RelId, left_key: Vec<Expr>, right_cols: Vec<usize>) -> Step {
+    Step::AntiJoin {
+        rel,
+        left_key,
+        right_cols,
+    }
+}
+
+pub fn agg(
+    func: AggFunc,
+    group: Vec<usize>,
+    inner: Body,
+    value: Option<Expr>,
+    result: Prim,
+) -> Step {
+    Step::Aggregate {
+        func,
+        group,
+        inner: Box::new(inner),
+        value,
+        result,
+    }
+}
+
+/// `path(x,z) :- edge(x,z). path(x,z) :- path(x,y), edge(y,z).`
+pub fn tc_plan() -> (P, RelId, RelId) {
+    let mut p = P::new();
+    let edge = p.nums("edge", 2);
+    let path = p.nums("path", 2);
+    let r1 = rule(path, slots(&[0, 1]), scan(edge, binds(2)), vec![]);
+    let r2 = rule(
+        path,
+        slots(&[0, 2]),
+        scan(path, binds(2)),
+        vec![join(
+            edge,
+            slots(&[1]),
+            vec![0],
+            vec![ColPat::Ignore, ColPat::Bind],
+        )],
+    );
+    p.stratum(&[path], true, vec![r1, r2]);
+    (p, edge, path)
+}
+
+pub fn tx_insert(rel: RelId, rs: &[&[i64]]) -> Transaction {
+    let mut t = Transaction::new();
+    for r in rs {
+        t.insert(rel, row(r));
+    }
+    t
+}
+
+pub fn tx_delete(rel: RelId, rs: &[&[i64]]) -> Transaction {
+    let mut t = Transaction::new();
+    for r in rs {
+        t.delete(rel, row(r));
+    }
+    t
+}
+
+/// The changes of one relation as (row, diff) with number rows.
+pub fn ch(c: &Changes, rel: RelId) -> Vec<(Row, isize)> {
+    c.get(rel).to_vec()
+}
+
+pub fn plus(xs: &[&[i64]]) -> Vec<(Row, isize)> {
+    xs.iter().map(|r| (row(r), 1)).collect()
+}
+
+pub fn minus(xs: &[&[i64]]) -> Vec<(Row, isize)> {
+    xs.iter().map(|r| (row(r), -1)).collect()
+}
+
+/// Merges +/- lists into one list sorted by row.
+pub fn sorted(mut v: Vec<(Row, isize)>) -> Vec<(Row, isize)> {
+    v.sort();
+    v
+}
