@@ -64,7 +64,7 @@ fn error_fixtures() {
                 .unwrap_or_default()
                 .to_string();
             let text = std::fs::read_to_string(&path).expect("readable fixture");
-            let (rendered, _) = render(&stage, &name, &text);
+            let (rendered, _) = render(stage, &name, &text);
             let code = name.split('_').next().unwrap_or_default();
             if code.len() == 5
                 && (code.starts_with('E') || code.starts_with('W'))

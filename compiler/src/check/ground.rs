@@ -55,15 +55,31 @@ pub fn singletons(program: &Program, r: &mut Reporter) {
 
 /// Reports every unbound variable of a clause (E0109).
 pub fn check_clause(c: &Clause, r: &mut Reporter) {
-    let mut g = Ground {
-        bound: vec![false; c.vars.len()],
-        unbound: vec![None; c.vars.len()],
-        in_agg: vec![false; c.vars.len()],
+    // Bindings are decided strictly (an aggregate needs its group key first).
+    // To avoid cascades, the report comes from a lenient pass in which an
+    // aggregate's result is available even if its key is not (the key is
+    // reported); if that pass finds nothing, the strict one is reported.
+    let run = |lenient: bool| {
+        let n = c.vars.len();
+        let mut g = Ground {
+            bound: vec![false; n],
+            unbound: vec![None; n],
+            in_agg: vec![false; n],
+            lenient,
+        };
+        g.scope(&c.body, 0);
+        for e in &c.head.args {
+            g.uses(e, 0);
+        }
+        g
     };
-    g.scope(&c.body, 0);
-    for e in &c.head.args {
-        g.uses(e, 0);
-    }
+    let strict = run(false);
+    let lenient = run(true);
+    let g = if lenient.unbound.iter().any(Option::is_some) {
+        lenient
+    } else {
+        strict
+    };
     let is_fact = c.body.is_empty();
     for (v, span) in g.unbound.iter().enumerate() {
         let Some(span) = *span else { continue };
@@ -88,6 +104,8 @@ struct Ground {
     unbound: Vec<Option<Span>>,
     /// Whether the variable is the group key of an aggregate.
     in_agg: Vec<bool>,
+    /// See [`check_clause`].
+    lenient: bool,
 }
 
 impl Ground {
@@ -105,16 +123,18 @@ impl Ground {
         self.bound.get(v).copied().unwrap_or(true)
     }
 
-    /// Whether `e` can be computed from bound variables. An aggregate
-    /// counts as computable even if its group key is not bound: that is
-    /// reported at the key, not again at the aggregate's result.
-    fn all_bound(&self, e: &Expr) -> bool {
+    /// Whether `e` can be computed to bind `target`: its variables are
+    /// bound, and so are the group keys of its aggregates (lenient: the
+    /// keys do not matter, unless `target` is one of them).
+    fn computable(&self, e: &Expr, target: VarId) -> bool {
         match e {
             Expr::Var(v, _) => self.is_bound(*v),
-            Expr::Wildcard(_) | Expr::Lit { .. } | Expr::Agg(_) => true,
-            Expr::Call { args, .. } => args.iter().all(|a| self.all_bound(a)),
-            Expr::Binary(_, a, b, _) => self.all_bound(a) && self.all_bound(b),
-            Expr::Unary(_, a, _) | Expr::As(a, _, _, _) => self.all_bound(a),
+            Expr::Wildcard(_) | Expr::Lit { .. } => true,
+            Expr::Agg(a) if self.lenient => !a.group.contains(&target),
+            Expr::Agg(a) => a.group.iter().all(|v| self.is_bound(*v)),
+            Expr::Call { args, .. } => args.iter().all(|a| self.computable(a, target)),
+            Expr::Binary(_, a, b, _) => self.computable(a, target) && self.computable(b, target),
+            Expr::Unary(_, a, _) | Expr::As(a, _, _, _) => self.computable(a, target),
         }
     }
 
@@ -150,7 +170,7 @@ impl Ground {
                 {
                     for (x, e) in [(lhs, rhs), (rhs, lhs)] {
                         if let Expr::Var(v, _) = x {
-                            if !self.is_bound(*v) && self.all_bound(e) {
+                            if !self.is_bound(*v) && self.computable(e, *v) {
                                 changed |= self.bind(*v);
                             }
                         }

@@ -21,7 +21,8 @@
 //! - [`ground`]: groundedness (unbound variables) and singleton variables;
 //! - [`typeck`] (with [`infer`]): types of variables and expressions; facts evaluated;
 //! - [`stratify`]: the dependency graph, its SCCs in evaluation order,
-//!   negation/aggregation through recursion, and relation-usage warnings.
+//!   negation/aggregation through recursion, and relation-usage warnings;
+//! - [`dump`]: the checked program as text (`--dump-after=check`).
 //!
 //! Diagnostic codes (stable; copied into `specs/language.md`):
 //!
@@ -53,6 +54,7 @@
 //! | E0209 | a fact whose value cannot be computed (e.g. division by zero) |
 //! | E0301 | negation through recursion (the cycle is shown) |
 //! | E0302 | aggregation through recursion (the cycle is shown) |
+//! | E0901 | internal error: a broken invariant, named (a bug in netc; from `lower::try_lower`) |
 //! | W0001 | variable appears only once in a rule (hint: `_` or a `_`-prefixed name) |
 //! | W0002 | relation declared but never used (no rule, no fact, no directive) |
 //! | W0003 | relation read by a rule but always empty (no rules, facts or `.input`) |
@@ -67,6 +69,7 @@
 //! primitive type, not the subtype. `min`/`max` aggregates accept any
 //! primitive (every primitive is ordered) but not a union of several.
 
+pub mod dump;
 pub mod ground;
 pub mod infer;
 pub mod ir;
@@ -75,6 +78,7 @@ pub mod stratify;
 pub mod tyenv;
 pub mod typeck;
 
+pub use dump::dump;
 pub use ir::Checked;
 
 use crate::ast;
