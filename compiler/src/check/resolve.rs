@@ -516,8 +516,8 @@ impl Cx<'_, '_, '_> {
         scope: &Scope,
         vars: &mut Vec<Var>,
     ) -> Leaf {
-        let is_functor = crate::functors::overloads(&a.relation.name).is_some();
-        if !self.index.contains_key(a.relation.name.as_str()) && is_functor {
+        let declared = self.index.contains_key(a.relation.name.as_str());
+        if !declared && crate::functors::overloads(&a.relation.name).is_some() {
             let args = a
                 .args
                 .iter()
