@@ -344,3 +344,33 @@ pub fn usage_warnings(rels: &[RelInfo], clauses: &[Clause], r: &mut Reporter) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::tarjan;
+
+    #[test]
+    fn components_come_dependencies_first() {
+        // 0 reads 1; 1 and 2 read each other; 2 reads 3.
+        let adj = vec![vec![1], vec![2], vec![1, 3], vec![]];
+        let sccs: Vec<Vec<usize>> = tarjan(&adj)
+            .into_iter()
+            .map(|mut s| {
+                s.sort();
+                s
+            })
+            .collect();
+        assert_eq!(sccs, vec![vec![3], vec![1, 2], vec![0]]);
+    }
+
+    #[test]
+    fn a_million_node_chain_needs_no_recursion() {
+        let n = 1_000_000;
+        let adj: Vec<Vec<usize>> = (0..n)
+            .map(|i| if i + 1 < n { vec![i + 1] } else { vec![0] })
+            .collect();
+        let sccs = tarjan(&adj);
+        assert_eq!(sccs.len(), 1);
+        assert_eq!(sccs[0].len(), n);
+    }
+}
