@@ -11,6 +11,7 @@
 //!   functions, `hash5`) once, for the checker and the engine alike.
 //! - [`check`] resolves names, infers and checks types, and stratifies.
 //! - [`lower`] turns the checked program into the [`plan`] IR.
+//! - [`souffle_export`] prints a plan as a pure-Souffle program.
 //!
 //! [`compile`] runs the whole pipeline. This crate knows nothing about
 //! differential dataflow: the plan is plain data.
@@ -25,3 +26,49 @@ pub mod functors;
 pub mod check;
 pub mod lower;
 pub mod plan;
+pub mod souffle_export;
+
+use diagnostics::Diagnostics;
+use source::SourceMap;
+use std::path::PathBuf;
+
+/// The passes of [`compile`], by name, for `--dump-after=<pass>`.
+pub const PASSES: &[&str] = &["parse", "check", "plan"];
+
+/// Everything one compilation produced: the files it read, what it had to
+/// say about them, and the plan if there were no errors.
+pub struct Compilation {
+    pub sources: SourceMap,
+    pub diagnostics: Diagnostics,
+    pub program: ast::Program,
+    pub plan: Option<plan::Plan>,
+}
+
+/// Parses, checks and lowers the given files as one program.
+pub fn compile_files(paths: &[PathBuf]) -> Compilation {
+    let mut sources = SourceMap::new();
+    let mut diagnostics = Diagnostics::new();
+    let program = syntax::parse_files(&mut sources, paths, &mut diagnostics);
+    finish(sources, diagnostics, program)
+}
+
+/// Parses, checks and lowers program text (tests, stdin, embedded rules).
+pub fn compile_text(name: &str, text: &str) -> Compilation {
+    let mut sources = SourceMap::new();
+    let mut diagnostics = Diagnostics::new();
+    let program = syntax::parse_text(&mut sources, name, text, &mut diagnostics);
+    finish(sources, diagnostics, program)
+}
+
+/// The pipeline after parsing: check → lower. Checking runs even when parsing
+/// reported errors, so one run shows every problem it can; the plan is built
+/// only from an error-free program.
+fn finish(sources: SourceMap, mut diagnostics: Diagnostics, program: ast::Program) -> Compilation {
+    let parse_ok = !diagnostics.has_errors();
+    let checked = check::check(&program, &mut diagnostics);
+    let plan = match checked {
+        Some(c) if parse_ok => Some(lower::lower(&c)),
+        _ => None,
+    };
+    Compilation { sources, diagnostics, program, plan }
+}

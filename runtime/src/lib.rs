@@ -1,4 +1,14 @@
-//! netc's runtime: the engine on differential dataflow and I/O (CLI arriving).
+//! netc's runtime: the engine on differential dataflow, I/O, and the CLI.
+//!
+//! - [`engine`] renders a plan on differential dataflow and applies
+//!   transactions of fact changes, reporting each commit's output changes.
+//! - [`io`] reads facts and update scripts, writes outputs (Souffle formats).
+//! - [`commands`] implements each `netc` subcommand on top of those; the
+//!   binary (`main.rs`) only parses arguments and maps outcomes to exit codes.
+//!
+//! Architecture invariant: `engine` knows the plan IR and values, never the
+//! syntax tree or the command line.
 
 pub mod engine;
 pub mod io;
+pub mod commands;

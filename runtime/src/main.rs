@@ -1,2 +1,109 @@
-//! The `netc` binary (in progress).
-fn main() {}
+//! The `netc` binary: argument parsing and dispatch only.
+//!
+//! Every subcommand lives in `commands/`; this file turns the command line
+//! into a call and the call's [`Outcome`] into an exit code. A panic (a bug,
+//! never a user's mistake) is reported as an internal error with exit 101
+//! instead of a raw backtrace.
+
+use clap::{Parser, Subcommand};
+use netc_runtime::commands::{self, Outcome};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+const EXIT_CODES: &str = "Exit codes: 0 success · 1 the program has errors (diagnostics on stderr) · 2 usage, input or I/O error";
+
+#[derive(Parser)]
+#[command(
+    name = "netc",
+    version,
+    about = "netc — a network configuration compiler: NDlog intent in, device state out",
+    long_about = "netc compiles Datalog (NDlog) programs and network intent incrementally on differential dataflow.\n\nStart with `netc run -F facts -D out prog.dl` (Souffle-compatible batch mode) or `netc check prog.dl`.",
+    after_help = EXIT_CODES
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Check programs and print diagnostics; evaluate nothing.
+    #[command(after_help = EXIT_CODES)]
+    Check {
+        /// Program files (.dl / .ndl), read in order as one program.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Print the output of a pass on stdout: parse (syntax tree) or plan (the plan IR).
+        #[arg(long, value_name = "PASS", value_parser = ["parse", "check", "plan"])]
+        dump_after: Option<String>,
+    },
+    /// Evaluate programs like `souffle -F DIR -D DIR`, optionally applying update transactions.
+    #[command(after_help = concat!(
+        "Update scripts (--updates): lines `+rel(1, \"a\").` and `-rel(1, \"a\").`, each transaction closed by `commit.`.\n",
+        "After each commit the output changes are printed as `+rel(..)` / `-rel(..)` (sorted) followed by `commit N`.\n\n",
+        "Exit codes: 0 success · 1 the program has errors (diagnostics on stderr) · 2 usage, input or I/O error"
+    ))]
+    Run {
+        /// Program files (.dl / .ndl), read in order as one program.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Directory of input facts: `.input R` reads DIR/R.facts (tab-separated).
+        #[arg(short = 'F', long = "facts", value_name = "DIR", default_value = ".")]
+        facts: PathBuf,
+        /// Directory for outputs: each `.output R` is written to DIR/R.csv; `-` prints to stdout.
+        #[arg(short = 'D', long = "output", value_name = "DIR", default_value = ".")]
+        output: String,
+        /// Timely worker threads; never changes results.
+        #[arg(short = 'w', long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
+        workers: u16,
+        /// A script of transactions to apply after the initial evaluation.
+        #[arg(long, value_name = "SCRIPT")]
+        updates: Option<PathBuf>,
+    },
+    /// Print the program in another engine's language (Souffle), for cross-checking.
+    #[command(after_help = concat!(
+        "Network types are encoded as numbers (ipv4, mac: unsigned; prefix4: network << 8 | length; ipv6: symbols);\n",
+        "hash5 and text-to-address conversions become @netc_* user-defined functors.\n\n",
+        "Exit codes: 0 success · 1 the program has errors or no Souffle equivalent · 2 usage, input or I/O error"
+    ))]
+    Export {
+        /// Emit Souffle (the only format so far).
+        #[arg(long, required = true)]
+        souffle: bool,
+        /// Program files (.dl / .ndl).
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Directory of the program's input facts, re-encoded into --facts-out.
+        #[arg(short = 'F', long = "facts", value_name = "DIR", requires = "facts_out")]
+        facts: Option<PathBuf>,
+        /// Write the re-encoded input facts here.
+        #[arg(long, value_name = "DIR")]
+        facts_out: Option<PathBuf>,
+    },
+}
+
+fn main() -> ExitCode {
+    std::panic::set_hook(Box::new(|info| {
+        eprintln!("internal error: {info}\nThis is a bug in netc, not in your input; please report it with the command you ran.");
+    }));
+    let cli = Cli::parse();
+    let outcome = std::panic::catch_unwind(|| dispatch(cli)).unwrap_or(Outcome::InputError("internal error (see above)".into(), None));
+    match outcome {
+        Outcome::InputError(ref m, _) if m.starts_with("internal error") => ExitCode::from(101),
+        o => o.exit(),
+    }
+}
+
+fn dispatch(cli: Cli) -> Outcome {
+    match cli.command {
+        Command::Check { files, dump_after } => commands::check::run(&files, dump_after.as_deref()),
+        Command::Export { souffle: _, files, facts, facts_out } => commands::export::run(&files, facts.as_deref(), facts_out.as_deref()),
+        Command::Run { files, facts, output, workers, updates } => commands::run::run(commands::run::RunArgs {
+            files: &files,
+            facts_dir: &facts,
+            output_dir: &output,
+            workers: workers as usize,
+            updates: updates.as_deref(),
+        }),
+    }
+}

@@ -1,0 +1,66 @@
+//! The `netc` subcommands: one module each, all sharing [`Outcome`] and the
+//! rule that errors are reported once, here at the edge, on stderr.
+//!
+//! Exit codes (also in `netc --help`): 0 success; 1 the program or intent has
+//! errors (diagnostics were printed); 2 usage, input or I/O errors.
+
+pub mod check;
+pub mod export;
+pub mod run;
+
+use netc_compiler::Compilation;
+use std::process::ExitCode;
+
+/// How a command ended.
+pub enum Outcome {
+    Ok,
+    /// Diagnostics or a verification failure: exit 1.
+    ProgramErrors,
+    /// Bad usage, unreadable or malformed input files: exit 2.
+    InputError(String, Option<String>),
+}
+
+impl Outcome {
+    pub fn exit(self) -> ExitCode {
+        match self {
+            Outcome::Ok => ExitCode::SUCCESS,
+            Outcome::ProgramErrors => ExitCode::from(1),
+            Outcome::InputError(msg, hint) => {
+                eprintln!("error: {msg}");
+                if let Some(h) = hint {
+                    eprintln!("   = hint: {h}");
+                }
+                ExitCode::from(2)
+            }
+        }
+    }
+}
+
+impl From<crate::io::IoError> for Outcome {
+    fn from(e: crate::io::IoError) -> Outcome {
+        let hint = e.hint().map(str::to_string);
+        Outcome::InputError(e.to_string(), hint)
+    }
+}
+
+/// Prints a compilation's diagnostics on stderr with a summary line; true if
+/// it had errors.
+pub fn report(c: &Compilation) -> bool {
+    if !c.diagnostics.items.is_empty() {
+        eprint!("{}", c.diagnostics.render_all(&c.sources));
+    }
+    let errors = c.diagnostics.error_count();
+    let warnings = c.diagnostics.items.len() - errors;
+    if errors > 0 {
+        eprintln!("\n{} error{}{} found", errors, plural(errors), if warnings > 0 { format!(", {warnings} warning{}", plural(warnings)) } else { String::new() });
+    }
+    errors > 0
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
