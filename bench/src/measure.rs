@@ -1,0 +1,69 @@
+//! Latency statistics and the process's memory high-water mark.
+//!
+//! Expects: latencies in seconds. Guarantees: nearest-rank percentiles
+//! (p50 of 1,000 samples is the 500th smallest), reported in microseconds;
+//! peak RSS is the kernel's `VmHWM` for this process (so `bench/run.py` runs
+//! each workload in its own process to get a per-workload peak).
+
+use serde_json::{json, Value};
+
+/// Nearest-rank percentile of sorted samples; `q` in (0, 100].
+pub fn percentile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = ((q / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// `{n, p50_us, p90_us, p99_us, max_us, mean_us}` of latencies in seconds.
+pub fn summary(samples: &[f64]) -> Value {
+    let mut s = samples.to_vec();
+    s.sort_by(f64::total_cmp);
+    let us = |x: f64| (x * 1e6 * 10.0).round() / 10.0;
+    let mean = if s.is_empty() {
+        f64::NAN
+    } else {
+        s.iter().sum::<f64>() / s.len() as f64
+    };
+    json!({
+        "n": s.len(),
+        "p50_us": us(percentile(&s, 50.0)),
+        "p90_us": us(percentile(&s, 90.0)),
+        "p99_us": us(percentile(&s, 99.0)),
+        "max_us": us(s.last().copied().unwrap_or(f64::NAN)),
+        "mean_us": us(mean),
+    })
+}
+
+/// A `VmXXX:` line of /proc/self/status, in MiB (`None` off Linux).
+fn proc_status_mib(key: &str) -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with(key))?;
+    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024.0)
+}
+
+/// Peak resident set size of this process so far, MiB.
+pub fn peak_rss_mib() -> Option<f64> {
+    proc_status_mib("VmHWM:")
+}
+
+/// Current resident set size, MiB.
+pub fn rss_mib() -> Option<f64> {
+    proc_status_mib("VmRSS:")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank() {
+        let s: Vec<f64> = (1..=1000).map(f64::from).collect();
+        assert_eq!(percentile(&s, 50.0), 500.0);
+        assert_eq!(percentile(&s, 99.0), 990.0);
+        assert_eq!(percentile(&s, 100.0), 1000.0);
+        assert_eq!(percentile(&[3.0], 50.0), 3.0);
+    }
+}
