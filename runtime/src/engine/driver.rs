@@ -167,8 +167,7 @@ impl Workers {
     }
 
     /// Runs one epoch with `data` (see module docs).
-    pub fn run(&mut self, epoch: u64, data: Updates) -> Result<EpochOutput, EngineError> {
-        let data = Arc::new(data);
+    pub fn run(&mut self, epoch: u64, data: Arc<Updates>) -> Result<EpochOutput, EngineError> {
         for s in &self.senders {
             if s.send(Command::Commit {
                 epoch,

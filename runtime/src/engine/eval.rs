@@ -7,7 +7,7 @@
 //! Guarantees: `None`/`false` means "drop the row"; nothing here panics on
 //! user data (functors return `None` for undefined results).
 
-use super::tuple::Tuple;
+use super::tuple::{Builder, Tuple};
 use netc_compiler::ast::CmpOp;
 use netc_compiler::functors;
 use netc_compiler::plan::{ColPat, Cond, Expr};
@@ -15,8 +15,8 @@ use netc_compiler::value::Value;
 
 /// Reads a slot of a binding row.
 #[inline]
-fn slot(row: &[Value], i: usize) -> Option<Value> {
-    let v = row.get(i).copied();
+fn slot(row: &Tuple, i: usize) -> Option<Value> {
+    let v = row.get(i);
     debug_assert!(
         v.is_some(),
         "PLAN-SLOTS violated: slot {i} of a row of width {}",
@@ -26,7 +26,7 @@ fn slot(row: &[Value], i: usize) -> Option<Value> {
 }
 
 /// Evaluates an expression on a binding row; `None` when undefined.
-pub fn eval(e: &Expr, row: &[Value]) -> Option<Value> {
+pub fn eval(e: &Expr, row: &Tuple) -> Option<Value> {
     match e {
         Expr::Slot(i) => slot(row, *i),
         Expr::Const(v) => Some(*v),
@@ -38,7 +38,7 @@ pub fn eval(e: &Expr, row: &[Value]) -> Option<Value> {
 
 /// Evaluates `args` into a stack buffer (a heap one past 8 arguments) and
 /// hands them to `f`; `None` if an argument is undefined.
-fn with_args<R>(args: &[Expr], row: &[Value], f: impl FnOnce(&[Value]) -> R) -> Option<R> {
+fn with_args<R>(args: &[Expr], row: &Tuple, f: impl FnOnce(&[Value]) -> R) -> Option<R> {
     const N: usize = 8;
     if args.len() <= N {
         let mut buf = [Value::Number(0); N];
@@ -57,7 +57,7 @@ fn with_args<R>(args: &[Expr], row: &[Value], f: impl FnOnce(&[Value]) -> R) -> 
 
 /// Evaluates a condition: `Some(truth)`, or `None` when an operand is
 /// undefined (then neither the condition nor its negation holds).
-pub fn cond(c: &Cond, row: &[Value]) -> Option<bool> {
+pub fn cond(c: &Cond, row: &Tuple) -> Option<bool> {
     match c {
         Cond::Compare(op, a, b) => {
             let (a, b) = (eval(a, row)?, eval(b, row)?);
@@ -75,7 +75,7 @@ pub fn cond(c: &Cond, row: &[Value]) -> Option<bool> {
 
 /// Whether a row passes a condition.
 #[inline]
-pub fn holds(c: &Cond, row: &[Value]) -> bool {
+pub fn holds(c: &Cond, row: &Tuple) -> bool {
     cond(c, row) == Some(true)
 }
 
@@ -111,20 +111,21 @@ impl RowProg {
 
     /// The tuple, or `None` if an expression is undefined.
     #[inline]
-    pub fn apply(&self, row: &[Value]) -> Option<Tuple> {
+    pub fn apply(&self, row: &Tuple) -> Option<Tuple> {
+        let mut b = Builder::new();
         match &self.slots {
-            Some(s) => s
-                .iter()
-                .map(|&i| slot(row, i))
-                .collect::<Option<Vec<_>>>()
-                .map(Tuple),
-            None => self
-                .exprs
-                .iter()
-                .map(|e| eval(e, row))
-                .collect::<Option<Vec<_>>>()
-                .map(Tuple),
+            Some(s) => {
+                for &i in s {
+                    b.push(slot(row, i)?);
+                }
+            }
+            None => {
+                for e in &self.exprs {
+                    b.push(eval(e, row)?);
+                }
+            }
         }
+        Some(b.finish())
     }
 }
 
@@ -167,18 +168,12 @@ impl ColProg {
 
     /// Whether a tuple passes the `SameAs`/`Const` checks.
     #[inline]
-    pub fn matches(&self, t: &[Value]) -> bool {
-        self.consts.iter().all(|(i, v)| t.get(*i) == Some(v))
+    pub fn matches(&self, t: &Tuple) -> bool {
+        self.consts.iter().all(|(i, v)| t.get(*i) == Some(*v))
             && self
                 .same
                 .iter()
                 .all(|(i, j)| t.get(*i).is_some() && t.get(*i) == t.get(*j))
-    }
-
-    /// Appends the bound columns of `t` to `out`.
-    #[inline]
-    pub fn append(&self, t: &[Value], out: &mut Vec<Value>) {
-        out.extend(self.binds.iter().filter_map(|&i| t.get(i).copied()));
     }
 
     /// A scan: the bound columns of `t`, if it passes the checks.
@@ -187,24 +182,23 @@ impl ColProg {
         if self.identity {
             return Some(t.clone());
         }
-        if !self.matches(&t.0) {
+        if !self.matches(t) {
             return None;
         }
-        let mut out = Vec::with_capacity(self.binds.len());
-        self.append(&t.0, &mut out);
-        Some(Tuple(out))
+        Some(t.project(&self.binds))
     }
 
     /// A join: `row` extended with the bound columns of `t`, if it passes.
     #[inline]
     pub fn extend(&self, row: &Tuple, t: &Tuple) -> Option<Tuple> {
-        if !self.matches(&t.0) {
+        if !self.matches(t) {
             return None;
         }
-        let mut out = Vec::with_capacity(row.0.len() + self.binds.len());
-        out.extend_from_slice(&row.0);
-        self.append(&t.0, &mut out);
-        Some(Tuple(out))
+        let mut b = Builder::from(row);
+        for &i in &self.binds {
+            b.push(t.get(i)?);
+        }
+        Some(b.finish())
     }
 }
 
@@ -222,7 +216,7 @@ mod tests {
             ColPat::Bind,
         ]);
         let t = |a, b, c, d, e| {
-            Tuple(vec![
+            Tuple::from_values(&[
                 Value::Number(a),
                 Value::Number(b),
                 Value::Number(c),
@@ -232,7 +226,7 @@ mod tests {
         };
         assert_eq!(
             p.scan(&t(1, 1, 7, 9, 5)),
-            Some(Tuple(vec![Value::Number(1), Value::Number(5)]))
+            Some(Tuple::from_values(&[Value::Number(1), Value::Number(5)]))
         );
         assert_eq!(p.scan(&t(1, 2, 7, 9, 5)), None);
         assert_eq!(p.scan(&t(1, 1, 8, 9, 5)), None);
@@ -243,15 +237,15 @@ mod tests {
     #[test]
     fn row_prog_slots_fast_path() {
         let p = RowProg::new(&[Expr::Slot(1), Expr::Const(Value::Number(3))]);
-        let row = [Value::Number(1), Value::Number(2)];
+        let row = Tuple::from_values(&[Value::Number(1), Value::Number(2)]);
         assert_eq!(
             p.apply(&row),
-            Some(Tuple(vec![Value::Number(2), Value::Number(3)]))
+            Some(Tuple::from_values(&[Value::Number(2), Value::Number(3)]))
         );
         let q = RowProg::new(&[Expr::Slot(1), Expr::Slot(0)]);
         assert_eq!(
             q.apply(&row),
-            Some(Tuple(vec![Value::Number(2), Value::Number(1)]))
+            Some(Tuple::from_values(&[Value::Number(2), Value::Number(1)]))
         );
     }
 }

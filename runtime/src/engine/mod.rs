@@ -31,11 +31,11 @@ pub use tuple::{sort_by_row, sort_rows};
 
 use driver::Workers;
 use netc_compiler::plan::{Plan, RelId};
-use netc_compiler::value::Row;
-use std::collections::{BTreeMap, HashSet};
+use netc_compiler::value::{Row, Value};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tuple::Tuple;
+use tuple::{FxHashSet, Tuple};
 
 /// Why the engine refused or failed an operation.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -168,6 +168,9 @@ pub struct CommitStats {
     pub updates: usize,
     /// Net row changes (the size of the commit's [`Changes`]).
     pub changes: usize,
+    /// Time spent waiting for the dataflow.
+    pub dataflow: Duration,
+    /// Time of the whole commit.
     pub elapsed: Duration,
 }
 
@@ -190,9 +193,12 @@ pub struct Engine {
     plan: Arc<Plan>,
     workers: Workers,
     /// Base facts per relation.
-    base: Vec<HashSet<Row>>,
-    /// Current contents per relation.
-    contents: Vec<HashSet<Tuple>>,
+    base: Vec<FxHashSet<Tuple>>,
+    /// Whether a relation has rules (belongs to a stratum).
+    derived: Vec<bool>,
+    /// Current contents of each derived relation (an input-only relation's
+    /// contents are its base facts).
+    contents: Vec<FxHashSet<Tuple>>,
     next_epoch: u64,
     stats: EngineStats,
     poisoned: Option<String>,
@@ -205,6 +211,12 @@ impl Engine {
         validate::plan(&plan)?;
         let w = Workers::start(plan.clone(), workers)?;
         let n = plan.relations.len();
+        let mut derived = vec![false; n];
+        for s in &plan.strata {
+            for &r in &s.relations {
+                derived[r] = true;
+            }
+        }
         let mut engine = Engine {
             stats: EngineStats {
                 workers,
@@ -212,8 +224,9 @@ impl Engine {
                 ..Default::default()
             },
             workers: w,
-            base: vec![HashSet::new(); n],
-            contents: vec![HashSet::new(); n],
+            base: vec![FxHashSet::default(); n],
+            derived,
+            contents: vec![FxHashSet::default(); n],
             next_epoch: 0,
             poisoned: None,
             plan: plan.clone(),
@@ -252,20 +265,19 @@ impl Engine {
         for (rel, row, _) in &tx.changes {
             validate::row(&self.plan, *rel, row)?;
         }
-        let mut data = Vec::new();
+        let mut data = Vec::with_capacity(tx.changes.len());
         for (rel, row, diff) in tx.changes {
+            let t = Tuple::from_row(row);
             let effective = match diff {
-                Diff::Insert => {
-                    !self.base[rel].contains(&row) && self.base[rel].insert(row.clone())
-                }
-                Diff::Delete => self.base[rel].remove(&row),
+                Diff::Insert => !self.base[rel].contains(&t) && self.base[rel].insert(t.clone()),
+                Diff::Delete => self.base[rel].remove(&t),
             };
             if effective {
-                data.push((rel, Tuple(row), diff.sign()));
+                data.push((rel, t, diff.sign()));
             }
         }
-        // Consecutive opposite changes of one fact cancel; the dataflow would
-        // cancel them too, this just avoids an empty epoch.
+        // Opposite changes of one fact in one transaction cancel here, so
+        // the input-only relations' changes below are net.
         consolidate(&mut data);
         if data.is_empty() && self.next_epoch > 0 {
             self.stats.last = CommitStats {
@@ -275,16 +287,19 @@ impl Engine {
             return Ok(want_changes.then(Changes::default));
         }
         let epoch = self.next_epoch;
-        let input_changes = data.len();
-        let out = match self.workers.run(epoch, data) {
+        let data = Arc::new(data);
+        let flow_start = Instant::now();
+        let out = match self.workers.run(epoch, data.clone()) {
             Ok(o) => o,
             Err(e) => {
                 self.poisoned = Some(e.to_string());
                 return Err(e);
             }
         };
+        let dataflow = flow_start.elapsed();
         self.next_epoch += 1;
         let updates = out.updates.len();
+        // Derived relations: what the dataflow captured, applied to the mirror.
         let mut net = out.updates;
         consolidate(&mut net);
         for (rel, t, d) in &net {
@@ -294,18 +309,19 @@ impl Engine {
                 self.contents[*rel].remove(t)
             };
             if !ok || d.abs() != 1 {
-                let msg = format!(
-                    "epoch {epoch}: change {d:+} of {:?} in {} does not fit a set",
-                    t, self.plan.relations[*rel].name
-                );
+                let name = &self.plan.relations[*rel].name;
+                let msg =
+                    format!("epoch {epoch}: change {d:+} of {t:?} in {name} does not fit a set");
                 self.poisoned = Some(msg.clone());
                 return Err(EngineError::Internal(msg));
             }
         }
+        // Input-only relations: their effective base changes.
+        let inputs = data.iter().filter(|(rel, ..)| !self.derived[*rel]);
         let changes = want_changes.then(|| {
             let mut by_rel: BTreeMap<RelId, Vec<(Row, isize)>> = BTreeMap::new();
-            for (rel, t, d) in net.iter() {
-                by_rel.entry(*rel).or_default().push((t.0.clone(), *d));
+            for (rel, t, d) in net.iter().chain(inputs.clone()) {
+                by_rel.entry(*rel).or_default().push((t.to_row(), *d));
             }
             for v in by_rel.values_mut() {
                 sort_by_row(v, |(r, _)| r.as_slice());
@@ -316,22 +332,31 @@ impl Engine {
         self.stats.total_records += out.records;
         self.stats.last = CommitStats {
             epoch: Some(epoch),
-            input_changes,
+            input_changes: data.len(),
             records: out.records,
             updates,
-            changes: net.len(),
+            changes: net.len() + inputs.count(),
+            dataflow,
             elapsed: start.elapsed(),
         };
         Ok(changes)
+    }
+
+    /// The set holding a relation's current contents.
+    fn set(&self, rel: RelId) -> Option<&FxHashSet<Tuple>> {
+        if *self.derived.get(rel)? {
+            self.contents.get(rel)
+        } else {
+            self.base.get(rel)
+        }
     }
 
     /// Current contents of a relation, sorted in `Value`'s order (empty for
     /// an unknown id).
     pub fn contents(&self, rel: RelId) -> Vec<Row> {
         let mut rows: Vec<Row> = self
-            .contents
-            .get(rel)
-            .map(|s| s.iter().map(|t| t.0.clone()).collect())
+            .set(rel)
+            .map(|s| s.iter().map(Tuple::to_row).collect())
             .unwrap_or_default();
         sort_rows(&mut rows);
         rows
@@ -339,19 +364,20 @@ impl Engine {
 
     /// Number of rows of a relation (0 for an unknown id).
     pub fn len(&self, rel: RelId) -> usize {
-        self.contents.get(rel).map_or(0, HashSet::len)
+        self.set(rel).map_or(0, |s| s.len())
     }
 
     /// Whether a relation currently holds a row.
-    pub fn contains(&self, rel: RelId, row: &[netc_compiler::value::Value]) -> bool {
-        self.contents
-            .get(rel)
-            .is_some_and(|s| s.contains(&Tuple(row.to_vec())))
+    pub fn contains(&self, rel: RelId, row: &[Value]) -> bool {
+        self.set(rel)
+            .is_some_and(|s| s.contains(&Tuple::from_values(row)))
     }
 
     /// Whether a row is a base fact of a relation (as opposed to only derived).
-    pub fn is_base_fact(&self, rel: RelId, row: &[netc_compiler::value::Value]) -> bool {
-        self.base.get(rel).is_some_and(|s| s.contains(row))
+    pub fn is_base_fact(&self, rel: RelId, row: &[Value]) -> bool {
+        self.base
+            .get(rel)
+            .is_some_and(|s| s.contains(&Tuple::from_values(row)))
     }
 
     /// Base facts of a relation, sorted.
@@ -359,7 +385,7 @@ impl Engine {
         let mut rows: Vec<Row> = self
             .base
             .get(rel)
-            .map(|s| s.iter().cloned().collect())
+            .map(|s| s.iter().map(Tuple::to_row).collect())
             .unwrap_or_default();
         sort_rows(&mut rows);
         rows

@@ -10,10 +10,12 @@
 //!   iterative scope (`u32` rounds) with a `Variable` per relation (mutual
 //!   recursion), lower-strata collections/arrangements entered, the same
 //!   distinct per round, and the results left back out.
-//! - Every relation's final collection is inspected into [`Built::captured`]
-//!   (its changes at each epoch) and attached to [`Built::probe`], so once
-//!   the probe passes epoch `e + 1` the capture buffer holds all of epoch
-//!   `e`'s changes on this worker (not consolidated across workers).
+//! - Every relation's final collection is attached to [`Built::probe`]; those
+//!   of derived relations (in a stratum) are first inspected into
+//!   [`Built::captured`]. Once the probe passes epoch `e + 1` the capture
+//!   buffer holds all of epoch `e`'s derived changes on this worker (not
+//!   consolidated across workers). Input-only relations are not captured:
+//!   their changes are the driver's own base-fact changes.
 //! - Arrangements are shared per scope through [`Env`]; the environment is
 //!   dropped when building ends, so no trace handle outlives the dataflow's
 //!   own operators (compaction is never held back).
@@ -23,7 +25,7 @@ use super::arrange::{
     KeyArr, Time,
 };
 use super::eval::{self, all_slots, ColProg, RowProg};
-use super::tuple::Tuple;
+use super::tuple::{Builder, Tuple};
 use differential_dataflow::input::InputSession;
 use differential_dataflow::operators::iterate::VecVariable;
 use differential_dataflow::trace::implementations::{ValBuilder, ValSpine};
@@ -110,6 +112,11 @@ pub fn build(scope: Scope<'_, u64>, plan: &Plan) -> Result<Built, String> {
         let c = c
             .clone()
             .ok_or_else(|| format!("relation {} was never rendered", names[rel]))?;
+        if !in_stratum[rel] {
+            // An input-only relation's changes are known to the driver.
+            c.probe_with(&probe);
+            continue;
+        }
         let buf = captured.clone();
         c.inspect_batch(move |_, data| {
             buf.borrow_mut()
@@ -336,7 +343,7 @@ fn render_rule<'s, T: Time>(
     let counters = env.counters.clone();
     Ok(rows.flat_map(move |r| {
         counters.tick();
-        head.apply(&r.0)
+        head.apply(&r)
     }))
 }
 
@@ -397,7 +404,7 @@ fn keyed<'s, T: Time>(
     key: &[netc_compiler::plan::Expr],
 ) -> super::arrange::Keyed<'s, T> {
     let key = RowProg::new(key);
-    rows.flat_map(move |r| key.apply(&r.0).map(|k| (k, r)))
+    rows.flat_map(move |r| key.apply(&r).map(|k| (k, r)))
 }
 
 fn render_step<'s, T: Time>(
@@ -439,16 +446,17 @@ fn render_step<'s, T: Time>(
             let c = c.clone();
             rows.filter(move |r| {
                 counters.tick();
-                eval::holds(&c, &r.0)
+                eval::holds(&c, r)
             })
         }
         Step::Bind(e) => {
             let e = e.clone();
-            rows.flat_map(move |mut r| {
+            rows.flat_map(move |r| {
                 counters.tick();
-                let v = eval::eval(&e, &r.0)?;
-                r.0.push(v);
-                Some(r)
+                let v = eval::eval(&e, &r)?;
+                let mut b = Builder::from(&r);
+                b.push(v);
+                Some(b.finish())
             })
         }
         Step::Aggregate {
@@ -496,10 +504,10 @@ fn render_aggregate<'s, T: Time>(
         counters.tick();
         let v = match (&value, func) {
             (_, AggFunc::Count) => Value::Number(1),
-            (Some(e), _) => eval::eval(e, &r.0)?,
+            (Some(e), _) => eval::eval(e, &r)?,
             (None, _) => return None,
         };
-        Some((r.prefix(glen), Tuple(vec![v])))
+        Some((r.prefix(glen), Tuple::from_values(&[v])))
     });
     let markers = keys.map(|k| (k, Tuple::empty()));
     let agg = values
@@ -508,7 +516,7 @@ fn render_aggregate<'s, T: Time>(
             "Aggregate",
             move |_key, input, output| {
                 if let Some(v) = aggregate(func, result, input) {
-                    output.push((Tuple(vec![v]), 1));
+                    output.push((Tuple::from_values(&[v]), 1));
                 }
             },
         );
@@ -518,10 +526,7 @@ fn render_aggregate<'s, T: Time>(
         &Arr::Own(agg),
         move |row, res| {
             counters.tick();
-            let mut out = Vec::with_capacity(row.0.len() + 1);
-            out.extend_from_slice(&row.0);
-            out.extend_from_slice(&res.0);
-            Some(Tuple(out))
+            Some(row.concat(res))
         },
     ))
 }
@@ -535,7 +540,7 @@ fn keyed_by_slots<'s, T: Time>(rows: Coll<'s, T>, slots: &[usize]) -> super::arr
 /// tuple is skipped). `None`: no result (min/max of nothing, a sum type the
 /// values cannot have).
 fn aggregate(func: AggFunc, result: Prim, input: &[(&Tuple, isize)]) -> Option<Value> {
-    let vals = input.iter().filter_map(|(t, d)| Some((*t.0.first()?, *d)));
+    let vals = input.iter().filter_map(|(t, d)| Some((t.get(0)?, *d)));
     match func {
         AggFunc::Count => {
             let n: i64 = vals.map(|(_, d)| d as i64).sum();
