@@ -242,17 +242,13 @@ fn sorted(v: &[f64]) -> Vec<f64> {
 }
 
 fn compile(path: &std::path::Path) -> Result<Plan, String> {
-    use netc_compiler::{check, diagnostics::Diagnostics, lower, source::SourceMap, syntax};
-    let mut sources = SourceMap::new();
-    let mut diags = Diagnostics::new();
-    let program = syntax::parse_files(&mut sources, &[path.to_path_buf()], &mut diags);
-    let checked = check::check(&program, &mut diags);
-    match checked {
-        Some(c) if !diags.has_errors() => lower::try_lower(&c).map_err(|e| format!("{e}")),
+    let c = netc_compiler::compile_files(&[path.to_path_buf()]);
+    match c.plan {
+        Some(plan) if !c.diagnostics.has_errors() => Ok(plan),
         _ => Err(format!(
             "{} does not compile:\n{}",
             path.display(),
-            diags.render_all(&sources)
+            c.diagnostics.render_all(&c.sources)
         )),
     }
 }
