@@ -487,3 +487,31 @@ def test_disjunction_and_multiple_heads():
     assert out["u"] == T((1, 2), (1, 3), (4, 4))  # (2, 1) and (3, 1): x >= 2 and f(1)
     assert out["lo"] == T((1,), (9,), (4,))
     assert out["hi"] == T((2,))
+
+
+def test_aggregate_extras_and_atomless_rules():
+    out = both(
+        DECL2
+        + """
+        .decl f(a: number)
+        .input f
+        .decl a(a: number, k: number)
+        .decl s(k: number)
+        .decl g(a: number)
+        .decl two(a: number, b: number, c: number)
+        .output a, s, g, two
+        a(x, k) :- f(x), k = count : { e(x, y), !f(y) }.
+        s(k) :- k = sum y * 2 : { e(_, y), !e(y, _) }.
+        g(1) :- !f(1).
+        g(2) :- !f(2), !e(_, 2).
+        two(x, c, m) :- f(x), c = count : { e(x, _) }, m = max y + 1 : { e(y, x) }.
+        """,
+        "e(1,2). e(1,3). e(2,3). e(3,1). e(5,1). f(1). f(3).",
+    )
+    # a: f=1 -> e(1,2) (2 not in f), e(1,3) (3 in f) -> 1;  f=3 -> e(3,1), 1 in f -> 0
+    assert out["a"] == T((1, 1), (3, 0))
+    # s: tuples e(_, y) with no e(y, _): y in {2,3,1} all have out-edges -> empty -> 0
+    assert out["s"] == T((0,))
+    assert out["g"] == set()
+    # two: x=1: count e(1,_)=2, max y+1 over e(y,1): y in {3,5} -> 6;  x=3: count 1, e(y,3): y in {1,2} -> 3
+    assert out["two"] == T((1, 2, 6), (3, 1, 3))

@@ -16,7 +16,7 @@ NETC_ORACLE_DISABLE, e.g. `NETC_ORACLE_DISABLE=agg,negation`.  Names:
   agg, multi_atom_agg, agg_filter, negation, neg_wildcard, arith, cmp,
   recursion, templates, idb_facts, dup_fact_lines, edb_output, dup_inserts,
   absent_deletes, wildcards, constants, bind_eq, agg_nobrace, disjunction,
-  multi_head
+  multi_head, agg_negation, agg_expr, multi_agg, agg_only, neg_only, empty_tx
 """
 
 from __future__ import annotations
@@ -70,6 +70,12 @@ FEATURES = (
     "agg_nobrace",
     "disjunction",
     "multi_head",
+    "agg_negation",
+    "agg_expr",
+    "multi_agg",
+    "agg_only",
+    "neg_only",
+    "empty_tx",
 )
 
 
@@ -111,6 +117,7 @@ class _RuleBuilder:
     feats: frozenset[str]
     n: int = 0
     bound: list[Var] = field(default_factory=list)
+    agg_results: list[Var] = field(default_factory=list)
 
     def fresh(self, prefix: str = "x") -> Var:
         v = Var(f"{prefix}{self.n}")
@@ -172,7 +179,7 @@ def _gen_negation(draw, b: _RuleBuilder, rel: Relation) -> Neg:
 
 
 def _gen_aggregate(draw, b: _RuleBuilder, lower: list[Relation]) -> tuple[Agg, list[Literal]]:
-    outer = list(b.bound)
+    outer = [v for v in b.bound if v not in b.agg_results]
     local: list[Var] = []
     n_atoms = 2 if ("multi_atom_agg" in b.feats and _chance(draw, 25)) else 1
     body: list[Literal] = []
@@ -200,6 +207,18 @@ def _gen_aggregate(draw, b: _RuleBuilder, lower: list[Relation]) -> tuple[Agg, l
         body.append(Atom(rel.name, tuple(args)))
     if local and "agg_filter" in b.feats and _chance(draw, 20):
         body.append(Cmp(draw(st.sampled_from(["<", ">", "!="])), draw(st.sampled_from(local)), Const(_value(draw))))
+    if "agg_negation" in b.feats and _chance(draw, 15):
+        rel = draw(st.sampled_from(lower))
+        nargs: list[Term] = []
+        for _ in range(rel.arity):
+            k = draw(st.integers(0, 9))
+            if k <= 5 and (local or outer):
+                nargs.append(draw(st.sampled_from(local + outer)))
+            elif k <= 8:
+                nargs.append(Const(_value(draw)))
+            else:
+                nargs.append(Wild())
+        body.append(Neg(Atom(rel.name, tuple(nargs))))
     func = draw(st.sampled_from(["count", "sum", "min", "max"]))
     target: Term | None = None
     if func != "count":
@@ -207,7 +226,13 @@ def _gen_aggregate(draw, b: _RuleBuilder, lower: list[Relation]) -> tuple[Agg, l
             func = "count"
         else:
             target = draw(st.sampled_from(local))
+            if "agg_expr" in b.feats and _chance(draw, 15):
+                if draw(st.booleans()):
+                    target = BinOp("+", target, Const(draw(st.integers(1, 3))))
+                else:
+                    target = BinOp("*", target, draw(st.sampled_from(local)))
     res = b.fresh("c")
+    b.agg_results.append(res)
     braces = not (len(body) == 1 and "agg_nobrace" in b.feats and _chance(draw, 15))
     agg = Agg(res, func, target, tuple(body), braces)
     b.bound.append(res)
@@ -272,6 +297,20 @@ def _gen_rule(
     higher: list[Relation] | None = None,
 ) -> Rule:
     b = _RuleBuilder(draw, feats)
+    shape = draw(st.integers(0, 99))
+    if shape >= 96 and "agg_only" in feats and "agg" in feats:
+        # no positive atom: `r(c, 3) :- [!e(1),] c = count : { e(_, _) }.`
+        pre: list[Literal] = []
+        if "negation" in feats and draw(st.booleans()):
+            pre.append(_gen_negation(draw, b, draw(st.sampled_from(lower))))
+        agg, extra = _gen_aggregate(draw, b, lower)
+        head_atom, guards = _gen_head(draw, b, head)
+        return Rule(head_atom, tuple(pre + [agg] + extra + guards))
+    if shape >= 93 and "neg_only" in feats and "negation" in feats:
+        # ground negations only: `r(1, 2) :- !e0(1), !e1(_, 3).`
+        negs = [_gen_negation(draw, b, draw(st.sampled_from(lower))) for _ in range(draw(st.integers(1, 2)))]
+        head_atom, _ = _gen_head(draw, b, head)
+        return Rule(head_atom, tuple(negs))
     n_atoms = draw(st.sampled_from([1, 2, 2, 3, 3, 4]))
     body: list[Literal] = []
     for i in range(n_atoms):
@@ -307,9 +346,10 @@ def _gen_rule(
         for _ in range(draw(st.integers(1, 2))):
             tail.append(_gen_negation(draw, b, draw(st.sampled_from(lower_idb_or_edb))))
     if "agg" in feats and lower and _chance(draw, 35):
-        agg, extra = _gen_aggregate(draw, b, lower)
-        tail.append(agg)
-        tail.extend(extra)
+        for _ in range(2 if "multi_agg" in feats and _chance(draw, 12) else 1):
+            agg, extra = _gen_aggregate(draw, b, lower)
+            tail.append(agg)
+            tail.extend(extra)
     if "bind_eq" in feats and _chance(draw, 20):
         tail.extend(_gen_binding(draw, b))
     head_atom, guards = _gen_head(draw, b, head)
@@ -425,7 +465,8 @@ def transactions_for(
     for _ in range(draw(st.integers(1, max_tx))):
         ops: list[Op] = []
         touched: set[tuple[str, Tuple]] = set()
-        for _ in range(draw(st.integers(1, 5))):
+        n_ops = 0 if ("empty_tx" in feats and _chance(draw, 8)) else draw(st.integers(1, 5))
+        for _ in range(n_ops):
             rel = draw(st.sampled_from(inputs))
             present = sorted(db.get(rel.name, frozenset()))
             if draw(st.booleans()):  # delete
