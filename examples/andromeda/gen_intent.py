@@ -2,6 +2,7 @@
 Two virtual networks of the same size on the same hosts: "hb" uses the
 Hoverboard model, "pp" the preprogrammed model. tests/test_intent_examples.py
 imports generate() to measure how flow counts grow with network size."""
+
 import os
 import sys
 
@@ -9,10 +10,18 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def generate(vms_per_net=24, hosts=8, usage=None, threshold=20):
-    usage = usage if usage is not None else [
-        ("vm01", "vm02", 5), ("vm01", "vm03", 850), ("vm04", "vm09", 21),
-        ("vm05", "vm06", 20), ("vm07", "vm12", 12000), ("vm12", "vm07", 3),
-    ]
+    usage = (
+        usage
+        if usage is not None
+        else [
+            ("vm01", "vm02", 5),
+            ("vm01", "vm03", 850),
+            ("vm04", "vm09", 21),
+            ("vm05", "vm06", 20),
+            ("vm07", "vm12", 12000),
+            ("vm12", "vm07", 3),
+        ]
+    )
     out = []
     w = out.append
     w("// Andromeda (NSDI'18): Hoverboard gateways as default routers; direct")

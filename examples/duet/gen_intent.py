@@ -2,6 +2,7 @@
 python3 examples/duet/gen_intent.py).  The DIP pools are large (the blob VIP
 has 600 DIPs, more than a switch's 512-entry tunnel table), so they are
 generated rather than written by hand."""
+
 import os
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -46,7 +47,9 @@ ports = {h: 10 for h in hosts}
 
 
 def add_vm(tenant, name, mac_i, ip, host):
-    w(f'vm("{tenant}", "{name}", 02:00:{(mac_i >> 24) & 255:02x}:{(mac_i >> 16) & 255:02x}:{(mac_i >> 8) & 255:02x}:{mac_i & 255:02x}, {ip}, "{host}").')
+    w(
+        f'vm("{tenant}", "{name}", 02:00:{(mac_i >> 24) & 255:02x}:{(mac_i >> 16) & 255:02x}:{(mac_i >> 8) & 255:02x}:{mac_i & 255:02x}, {ip}, "{host}").'
+    )
     w(f'vm_port("{host}", "{tenant}", "{name}", {ports[host]}).')
     ports[host] += 1
 

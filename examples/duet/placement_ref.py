@@ -21,6 +21,7 @@ Model:
  - sticky: with a previous placement s_c that is still feasible, move to the
    best s_n only if MRU(s_c) - MRU(s_n) > delta.
 """
+
 from collections import defaultdict, deque
 import ipaddress
 
@@ -99,11 +100,11 @@ def place(need, switch_free, links, member_tor, tips, traffic, previous=None, he
             for tor, n in sorted(tors.items()):
                 if not _paths_load(adj, sw, tor, mbps * n / slots, load):
                     return None
-        for l, x in load.items():
-            mru = max(mru, (link_load[l] + x) / cap[l])
-        for l, x in link_load.items():
-            if cap.get(l):
-                mru = max(mru, x / cap[l])
+        for lk, x in load.items():
+            mru = max(mru, (link_load[lk] + x) / cap[lk])
+        for lk, x in link_load.items():
+            if cap.get(lk):
+                mru = max(mru, x / cap[lk])
         return mru, load
 
     for ep, src_traffic in order:
@@ -131,8 +132,8 @@ def place(need, switch_free, links, member_tor, tips, traffic, previous=None, he
         placement[ep] = sw
         for i in range(3):
             used_tab[sw][i] += need[ep][i]
-        for l, x in load.items():
-            link_load[l] += x
+        for lk, x in load.items():
+            link_load[lk] += x
     return placement
 
 
