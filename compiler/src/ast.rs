@@ -259,7 +259,12 @@ pub enum Expr {
     Binary(BinOp, Box<Expr>, Box<Expr>, Span),
     Unary(UnOp, Box<Expr>, Span),
     /// `count : { body }`, `sum x : { body }`, `min x : atom`, ...
-    Aggregate { func: AggFunc, target: Option<Box<Expr>>, body: Vec<Vec<Literal>>, span: Span },
+    Aggregate {
+        func: AggFunc,
+        target: Option<Box<Expr>>,
+        body: Vec<Vec<Literal>>,
+        span: Span,
+    },
     /// `as(expr, Type)`: a checked conversion between a subtype and its base.
     As(Box<Expr>, Ident, Span),
 }
@@ -268,7 +273,12 @@ impl Expr {
     pub fn span(&self) -> Span {
         match self {
             Expr::Var(i) => i.span,
-            Expr::Wildcard(s) | Expr::Lit(_, s) | Expr::Call(_, _, s) | Expr::Binary(_, _, _, s) | Expr::Unary(_, _, s) | Expr::As(_, _, s) => *s,
+            Expr::Wildcard(s)
+            | Expr::Lit(_, s)
+            | Expr::Call(_, _, s)
+            | Expr::Binary(_, _, _, s)
+            | Expr::Unary(_, _, s)
+            | Expr::As(_, _, s) => *s,
             Expr::Aggregate { span, .. } => *span,
         }
     }
@@ -278,7 +288,12 @@ impl Literal {
     pub fn span(&self) -> Span {
         match self {
             Literal::Atom(a) => a.span,
-            Literal::Negated(_, s) | Literal::Compare(_, _, _, s) | Literal::Constraint(_, _, s) | Literal::NegatedConstraint(_, s) | Literal::Group(_, s) | Literal::Bool(_, s) => *s,
+            Literal::Negated(_, s)
+            | Literal::Compare(_, _, _, s)
+            | Literal::Constraint(_, _, s)
+            | Literal::NegatedConstraint(_, s)
+            | Literal::Group(_, s)
+            | Literal::Bool(_, s) => *s,
         }
     }
 }

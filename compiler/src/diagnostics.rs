@@ -55,7 +55,10 @@ impl Diagnostic {
     }
 
     pub fn warning(code: &'static str, span: Span, message: impl Into<String>) -> Diagnostic {
-        Diagnostic { severity: Severity::Warning, ..Diagnostic::error(code, span, message) }
+        Diagnostic {
+            severity: Severity::Warning,
+            ..Diagnostic::error(code, span, message)
+        }
     }
 
     /// An error with no source location (a missing file named on the command line).
@@ -76,7 +79,10 @@ impl Diagnostic {
     }
 
     pub fn with_label(mut self, span: Span, message: impl Into<String>) -> Diagnostic {
-        self.labels.push(Label { span, message: message.into() });
+        self.labels.push(Label {
+            span,
+            message: message.into(),
+        });
         self
     }
 
@@ -115,11 +121,30 @@ fn render_span(out: &mut String, sources: &SourceMap, span: Span, note: Option<&
     let (end_line, end_col) = file.line_col(span.end as usize);
     let text = file.line_text(line);
     let width = line.to_string().len();
-    let _ = writeln!(out, "{:width$}--> {}:{}:{}", "", file.name, line, col, width = width + 1);
+    let _ = writeln!(
+        out,
+        "{:width$}--> {}:{}:{}",
+        "",
+        file.name,
+        line,
+        col,
+        width = width + 1
+    );
     let _ = writeln!(out, "{:width$} |", "", width = width);
     let _ = writeln!(out, "{line} | {}", text.replace('\t', " "));
-    let carets = if end_line == line { end_col.saturating_sub(col).max(1) } else { text.chars().count().saturating_sub(col - 1).max(1) };
-    let _ = write!(out, "{:width$} | {}{}", "", " ".repeat(col - 1), "^".repeat(carets), width = width);
+    let carets = if end_line == line {
+        end_col.saturating_sub(col).max(1)
+    } else {
+        text.chars().count().saturating_sub(col - 1).max(1)
+    };
+    let _ = write!(
+        out,
+        "{:width$} | {}{}",
+        "",
+        " ".repeat(col - 1),
+        "^".repeat(carets),
+        width = width
+    );
     match note {
         Some(n) => {
             let _ = writeln!(out, " {n}");
@@ -160,6 +185,10 @@ impl Diagnostics {
     }
 
     pub fn render_all(&self, sources: &SourceMap) -> String {
-        self.sorted().iter().map(|d| d.render(sources)).collect::<Vec<_>>().join("\n")
+        self.sorted()
+            .iter()
+            .map(|d| d.render(sources))
+            .collect::<Vec<_>>()
+            .join("\n")
     }
 }

@@ -16,17 +16,17 @@
 //! [`compile`] runs the whole pipeline. This crate knows nothing about
 //! differential dataflow: the plan is plain data.
 
-pub mod source;
-pub mod diagnostics;
-pub mod syntax;
 pub mod ast;
-pub mod types;
-pub mod value;
-pub mod functors;
 pub mod check;
+pub mod diagnostics;
+pub mod functors;
 pub mod lower;
 pub mod plan;
 pub mod souffle_export;
+pub mod source;
+pub mod syntax;
+pub mod types;
+pub mod value;
 
 use diagnostics::Diagnostics;
 use source::SourceMap;
@@ -70,5 +70,10 @@ fn finish(sources: SourceMap, mut diagnostics: Diagnostics, program: ast::Progra
         Some(c) if parse_ok => Some(lower::lower(&c)),
         _ => None,
     };
-    Compilation { sources, diagnostics, program, plan }
+    Compilation {
+        sources,
+        diagnostics,
+        program,
+        plan,
+    }
 }

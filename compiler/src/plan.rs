@@ -142,9 +142,18 @@ pub enum Step {
     /// Joins each row with the tuples of `rel` whose `right_key` columns equal
     /// `left_key` evaluated on the row; then applies `cols` (key columns are
     /// `Ignore`) and appends the bound columns.
-    Join { rel: RelId, left_key: Vec<Expr>, right_key: Vec<usize>, cols: Vec<ColPat> },
+    Join {
+        rel: RelId,
+        left_key: Vec<Expr>,
+        right_key: Vec<usize>,
+        cols: Vec<ColPat>,
+    },
     /// Keeps rows for which no tuple of `rel` has `right_cols` equal to `left_key`.
-    AntiJoin { rel: RelId, left_key: Vec<Expr>, right_cols: Vec<usize> },
+    AntiJoin {
+        rel: RelId,
+        left_key: Vec<Expr>,
+        right_cols: Vec<usize>,
+    },
     /// Keeps rows where the condition holds.
     Filter(Cond),
     /// Appends the value of an expression; drops rows where it is undefined
@@ -154,7 +163,13 @@ pub enum Step {
     /// `inner`, grouped by the values in `group` slots of this row. The inner
     /// body starts from `Source::Outer` (the group key as slots 0..group.len()).
     /// `count`/`sum` over no rows give 0; `min`/`max` over no rows drop the row.
-    Aggregate { func: AggFunc, group: Vec<usize>, inner: Box<Body>, value: Option<Expr>, result: Prim },
+    Aggregate {
+        func: AggFunc,
+        group: Vec<usize>,
+        inner: Box<Body>,
+        value: Option<Expr>,
+        result: Prim,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]

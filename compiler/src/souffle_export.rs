@@ -121,7 +121,12 @@ pub fn export(plan: &Plan, sources: &SourceMap) -> Result<String, ExportError> {
         let args: Vec<String> = row.iter().map(literal).collect();
         let _ = writeln!(body, "{}({}).", plan.relations[*rel].name, args.join(", "));
     }
-    let mut ex = Exporter { plan, sources, used: Vec::new(), fresh: 0 };
+    let mut ex = Exporter {
+        plan,
+        sources,
+        used: Vec::new(),
+        fresh: 0,
+    };
     for stratum in &plan.strata {
         for rule in &stratum.rules {
             body.push('\n');
@@ -142,7 +147,10 @@ fn io_params(params: &std::collections::BTreeMap<String, String>) -> String {
     if params.is_empty() {
         return String::new();
     }
-    let ps: Vec<String> = params.iter().map(|(k, v)| format!("{k}=\"{}\"", v.replace('"', "\\\""))).collect();
+    let ps: Vec<String> = params
+        .iter()
+        .map(|(k, v)| format!("{k}=\"{}\"", v.replace('"', "\\\"")))
+        .collect();
     format!("({})", ps.join(", "))
 }
 
@@ -163,18 +171,30 @@ struct Scope {
 
 impl Exporter<'_> {
     fn err<T>(&self, rule: &RulePlan, message: impl Into<String>) -> Result<T, ExportError> {
-        Err(ExportError { location: self.sources.location(rule.span), message: message.into() })
+        Err(ExportError {
+            location: self.sources.location(rule.span),
+            message: message.into(),
+        })
     }
 
     fn rule(&mut self, rule: &RulePlan) -> Result<String, ExportError> {
-        let mut scope = Scope { names: vec![], prims: vec![], lits: vec![] };
+        let mut scope = Scope {
+            names: vec![],
+            prims: vec![],
+            lits: vec![],
+        };
         self.body(rule, &rule.body, &mut scope, "v")?;
         let mut head = Vec::new();
         for e in &rule.head_exprs {
             head.push(self.expr(rule, e, &mut scope)?);
         }
         let rel = &self.plan.relations[rule.head];
-        let mut out = format!("// {}\n{}({})", self.sources.location(rule.span), rel.name, head.join(", "));
+        let mut out = format!(
+            "// {}\n{}({})",
+            self.sources.location(rule.span),
+            rel.name,
+            head.join(", ")
+        );
         if !scope.lits.is_empty() {
             let _ = write!(out, " :-\n    {}", scope.lits.join(",\n    "));
         }
@@ -195,7 +215,14 @@ impl Exporter<'_> {
     }
 
     /// Renders an atom's arguments from column patterns; `keys` gives terms for key columns.
-    fn atom(&mut self, rel: usize, cols: &[ColPat], keys: &[(usize, String)], scope: &mut Scope, prefix: &str) -> String {
+    fn atom(
+        &mut self,
+        rel: usize,
+        cols: &[ColPat],
+        keys: &[(usize, String)],
+        scope: &mut Scope,
+        prefix: &str,
+    ) -> String {
         let relation = &self.plan.relations[rel];
         let mut terms: Vec<String> = vec!["_".to_string(); cols.len()];
         for (i, pat) in cols.iter().enumerate() {
@@ -217,7 +244,13 @@ impl Exporter<'_> {
         format!("{}({})", relation.name, terms.join(", "))
     }
 
-    fn body(&mut self, rule: &RulePlan, body: &Body, scope: &mut Scope, prefix: &str) -> Result<(), ExportError> {
+    fn body(
+        &mut self,
+        rule: &RulePlan,
+        body: &Body,
+        scope: &mut Scope,
+        prefix: &str,
+    ) -> Result<(), ExportError> {
         match &body.source {
             Source::Unit | Source::Outer => {}
             Source::Scan(scan) => {
@@ -227,7 +260,12 @@ impl Exporter<'_> {
         }
         for step in &body.steps {
             match step {
-                Step::Join { rel, left_key, right_key, cols } => {
+                Step::Join {
+                    rel,
+                    left_key,
+                    right_key,
+                    cols,
+                } => {
                     let mut keys = Vec::new();
                     for (e, c) in left_key.iter().zip(right_key) {
                         let t = self.term(rule, e, scope)?;
@@ -236,7 +274,11 @@ impl Exporter<'_> {
                     let a = self.atom(*rel, cols, &keys, scope, prefix);
                     scope.lits.push(a);
                 }
-                Step::AntiJoin { rel, left_key, right_cols } => {
+                Step::AntiJoin {
+                    rel,
+                    left_key,
+                    right_cols,
+                } => {
                     let arity = self.plan.relations[*rel].arity();
                     let cols = vec![ColPat::Ignore; arity];
                     let mut keys = Vec::new();
@@ -257,11 +299,21 @@ impl Exporter<'_> {
                     let v = self.new_var(scope, prefix, prim);
                     scope.lits.push(format!("{v} = {rendered}"));
                 }
-                Step::Aggregate { func, group, inner, value, result } => {
+                Step::Aggregate {
+                    func,
+                    group,
+                    inner,
+                    value,
+                    result,
+                } => {
                     // The inner body sees the group slots under the outer names.
                     let inner_prefix = format!("a{}_", self.fresh);
                     self.fresh += 1;
-                    let mut sub = Scope { names: vec![], prims: vec![], lits: vec![] };
+                    let mut sub = Scope {
+                        names: vec![],
+                        prims: vec![],
+                        lits: vec![],
+                    };
                     for g in group {
                         sub.names.push(scope.names[*g].clone());
                         sub.prims.push(scope.prims[*g]);
@@ -278,7 +330,10 @@ impl Exporter<'_> {
                         AggFunc::Min => "min",
                         AggFunc::Max => "max",
                     };
-                    scope.lits.push(format!("{v} = {name}{target} : {{ {} }}", sub.lits.join(", ")));
+                    scope.lits.push(format!(
+                        "{v} = {name}{target} : {{ {} }}",
+                        sub.lits.join(", ")
+                    ));
                 }
             }
         }
@@ -287,7 +342,12 @@ impl Exporter<'_> {
 
     /// A term usable as an atom argument: a variable or literal, or a fresh
     /// variable bound to a complex expression.
-    fn term(&mut self, rule: &RulePlan, e: &Expr, scope: &mut Scope) -> Result<String, ExportError> {
+    fn term(
+        &mut self,
+        rule: &RulePlan,
+        e: &Expr,
+        scope: &mut Scope,
+    ) -> Result<String, ExportError> {
         match e {
             Expr::Slot(_) | Expr::Const(_) => self.expr(rule, e, scope),
             _ => {
@@ -305,14 +365,18 @@ impl Exporter<'_> {
             Expr::Const(v) => Some(v.prim()),
             Expr::Binary(_, a, _) | Expr::Unary(_, a) => self.prim_of(a, scope),
             Expr::Call(b, args) => {
-                let arg_prims: Vec<Option<Prim>> = args.iter().map(|a| self.prim_of(a, scope)).collect();
+                let arg_prims: Vec<Option<Prim>> =
+                    args.iter().map(|a| self.prim_of(a, scope)).collect();
                 let sigs = overloads(b.name())?;
-                let sig = sigs.iter().filter(|s| s.builtin == *b && s.params.len() == args.len()).find(|s| {
-                    s.params.iter().zip(&arg_prims).all(|(t, p)| match (t, p) {
-                        (Ty::P(want), Some(got)) => want == got,
-                        _ => true,
-                    })
-                })?;
+                let sig = sigs
+                    .iter()
+                    .filter(|s| s.builtin == *b && s.params.len() == args.len())
+                    .find(|s| {
+                        s.params.iter().zip(&arg_prims).all(|(t, p)| match (t, p) {
+                            (Ty::P(want), Some(got)) => want == got,
+                            _ => true,
+                        })
+                    })?;
                 match sig.result {
                     Ty::P(p) => Some(p),
                     Ty::Num => arg_prims.iter().flatten().next().copied(),
@@ -322,16 +386,30 @@ impl Exporter<'_> {
         }
     }
 
-    fn expr(&mut self, rule: &RulePlan, e: &Expr, scope: &mut Scope) -> Result<String, ExportError> {
+    fn expr(
+        &mut self,
+        rule: &RulePlan,
+        e: &Expr,
+        scope: &mut Scope,
+    ) -> Result<String, ExportError> {
         Ok(match e {
             Expr::Slot(i) => match scope.names.get(*i) {
                 Some(n) => n.clone(),
-                None => return self.err(rule, format!("internal error (PLAN-SLOTS): slot {i} is not bound")),
+                None => {
+                    return self.err(
+                        rule,
+                        format!("internal error (PLAN-SLOTS): slot {i} is not bound"),
+                    )
+                }
             },
             Expr::Const(v) => literal(v),
             Expr::Binary(op, a, b) => {
                 let ops = op.symbol();
-                format!("({} {ops} {})", self.expr(rule, a, scope)?, self.expr(rule, b, scope)?)
+                format!(
+                    "({} {ops} {})",
+                    self.expr(rule, a, scope)?,
+                    self.expr(rule, b, scope)?
+                )
             }
             Expr::Unary(op, a) => {
                 let x = self.expr(rule, a, scope)?;
@@ -345,15 +423,29 @@ impl Exporter<'_> {
         })
     }
 
-    fn call(&mut self, rule: &RulePlan, b: Builtin, args: &[Expr], scope: &mut Scope) -> Result<String, ExportError> {
+    fn call(
+        &mut self,
+        rule: &RulePlan,
+        b: Builtin,
+        args: &[Expr],
+        scope: &mut Scope,
+    ) -> Result<String, ExportError> {
         let prims: Vec<Option<Prim>> = args.iter().map(|a| self.prim_of(a, scope)).collect();
         let mut a = Vec::new();
         for e in args {
             a.push(self.expr(rule, e, scope)?);
         }
-        let v6 = prims.iter().any(|p| matches!(p, Some(Prim::Ipv6) | Some(Prim::Prefix6)));
+        let v6 = prims
+            .iter()
+            .any(|p| matches!(p, Some(Prim::Ipv6) | Some(Prim::Prefix6)));
         if v6 && !matches!(b, Builtin::ToString) {
-            return self.err(rule, format!("`{}` on IPv6 values has no Souffle encoding (IPv6 is exported as text)", b.name()));
+            return self.err(
+                rule,
+                format!(
+                    "`{}` on IPv6 values has no Souffle encoding (IPv6 is exported as text)",
+                    b.name()
+                ),
+            );
         }
         Ok(match b {
             Builtin::Cat => format!("cat({})", a.join(", ")),
@@ -365,7 +457,21 @@ impl Exporter<'_> {
                 Some(Prim::Mac) => self.external("netc_mac_text", &a),
                 _ => format!("to_string({})", a[0]),
             },
-            Builtin::Strlen | Builtin::Substr | Builtin::Match | Builtin::Contains | Builtin::ToNumber | Builtin::ToUnsigned | Builtin::ToFloat | Builtin::Itou | Builtin::Utoi | Builtin::Itof | Builtin::Ftoi | Builtin::Utof | Builtin::Ftou | Builtin::Min | Builtin::Max => {
+            Builtin::Strlen
+            | Builtin::Substr
+            | Builtin::Match
+            | Builtin::Contains
+            | Builtin::ToNumber
+            | Builtin::ToUnsigned
+            | Builtin::ToFloat
+            | Builtin::Itou
+            | Builtin::Utoi
+            | Builtin::Itof
+            | Builtin::Ftoi
+            | Builtin::Utof
+            | Builtin::Ftou
+            | Builtin::Min
+            | Builtin::Max => {
                 format!("{}({})", b.name(), a.join(", "))
             }
             Builtin::PrefixContains => {
@@ -374,22 +480,39 @@ impl Exporter<'_> {
             }
             Builtin::PrefixLen => format!("utoi(({}) band 255)", a[0]),
             Builtin::PrefixNetwork => format!("(({}) bshr 8)", a[0]),
-            Builtin::PrefixBroadcast => format!("((({0}) bshr 8) bor ((1 bshl (32 - (({0}) band 255))) - 1))", a[0]),
+            Builtin::PrefixBroadcast => format!(
+                "((({0}) bshr 8) bor ((1 bshl (32 - (({0}) band 255))) - 1))",
+                a[0]
+            ),
             Builtin::NthAddr => {
-                let n = if prims[1] == Some(Prim::Number) { format!("itou({})", a[1]) } else { a[1].clone() };
+                let n = if prims[1] == Some(Prim::Number) {
+                    format!("itou({})", a[1])
+                } else {
+                    a[1].clone()
+                };
                 if prims[1] == Some(Prim::Number) {
                     scope.lits.push(format!("{} >= 0", a[1]));
                 }
-                scope.lits.push(format!("{n} < (1 bshl (32 - (({}) band 255)))", a[0]));
+                scope
+                    .lits
+                    .push(format!("{n} < (1 bshl (32 - (({}) band 255)))", a[0]));
                 format!("((({}) bshr 8) + {n})", a[0])
             }
             Builtin::MakePrefix => {
-                let len = if prims[1] == Some(Prim::Number) { format!("itou({})", a[1]) } else { a[1].clone() };
+                let len = if prims[1] == Some(Prim::Number) {
+                    format!("itou({})", a[1])
+                } else {
+                    a[1].clone()
+                };
                 if prims[1] == Some(Prim::Number) {
                     scope.lits.push(format!("{} >= 0", a[1]));
                 }
                 scope.lits.push(format!("{len} <= 32"));
-                format!("(((({}) band {}) bshl 8) bor {len})", a[0], mask4_expr(&len))
+                format!(
+                    "(((({}) band {}) bshl 8) bor {len})",
+                    a[0],
+                    mask4_expr(&len)
+                )
             }
             Builtin::Ipv4ToUnsigned | Builtin::MacToUnsigned => a[0].clone(),
             Builtin::UnsignedToIpv4 => {
@@ -403,14 +526,26 @@ impl Exporter<'_> {
             Builtin::ToIpv4 => self.external("netc_to_ipv4", &a),
             Builtin::ToPrefix4 => self.external("netc_to_prefix4", &a),
             Builtin::ToMac => self.external("netc_to_mac", &a),
-            Builtin::ToIpv6 | Builtin::ToPrefix6 => return self.err(rule, format!("`{}` has no Souffle encoding", b.name())),
+            Builtin::ToIpv6 | Builtin::ToPrefix6 => {
+                return self.err(rule, format!("`{}` has no Souffle encoding", b.name()))
+            }
             Builtin::Hash5 | Builtin::Hash5Sym => {
-                let name = if b == Builtin::Hash5 { "netc_hash5" } else { "netc_hash5_sym" };
+                let name = if b == Builtin::Hash5 {
+                    "netc_hash5"
+                } else {
+                    "netc_hash5_sym"
+                };
                 let conv: Vec<String> = a
                     .iter()
                     .zip(&prims)
                     .enumerate()
-                    .map(|(i, (x, p))| if (i == 0 || i >= 3) && *p == Some(Prim::Unsigned) { format!("utoi({x})") } else { x.clone() })
+                    .map(|(i, (x, p))| {
+                        if (i == 0 || i >= 3) && *p == Some(Prim::Unsigned) {
+                            format!("utoi({x})")
+                        } else {
+                            x.clone()
+                        }
+                    })
                     .collect();
                 self.external(name, &conv)
             }
@@ -424,19 +559,36 @@ impl Exporter<'_> {
         format!("@{name}({})", args.join(", "))
     }
 
-    fn cond(&mut self, rule: &RulePlan, c: &Cond, scope: &mut Scope, negated: bool) -> Result<String, ExportError> {
+    fn cond(
+        &mut self,
+        rule: &RulePlan,
+        c: &Cond,
+        scope: &mut Scope,
+        negated: bool,
+    ) -> Result<String, ExportError> {
         match c {
             Cond::Compare(op, a, b) => {
                 let pa = self.prim_of(a, scope);
                 let op = if negated { negate(*op) } else { *op };
-                if matches!(pa, Some(Prim::Ipv6) | Some(Prim::Prefix6)) && !matches!(op, CmpOp::Eq | CmpOp::Ne) {
+                if matches!(pa, Some(Prim::Ipv6) | Some(Prim::Prefix6))
+                    && !matches!(op, CmpOp::Eq | CmpOp::Ne)
+                {
                     return self.err(rule, "ordered comparison of IPv6 values has no Souffle encoding (IPv6 is exported as text)");
                 }
-                Ok(format!("{} {} {}", self.expr(rule, a, scope)?, op.symbol(), self.expr(rule, b, scope)?))
+                Ok(format!(
+                    "{} {} {}",
+                    self.expr(rule, a, scope)?,
+                    op.symbol(),
+                    self.expr(rule, b, scope)?
+                ))
             }
             Cond::Call(Builtin::PrefixContains, args) => {
-                let prims: Vec<Option<Prim>> = args.iter().map(|a| self.prim_of(a, scope)).collect();
-                if prims.iter().any(|p| matches!(p, Some(Prim::Ipv6) | Some(Prim::Prefix6))) {
+                let prims: Vec<Option<Prim>> =
+                    args.iter().map(|a| self.prim_of(a, scope)).collect();
+                if prims
+                    .iter()
+                    .any(|p| matches!(p, Some(Prim::Ipv6) | Some(Prim::Prefix6)))
+                {
                     return self.err(rule, "`contains` on IPv6 prefixes has no Souffle encoding (IPv6 is exported as text)");
                 }
                 let p = self.expr(rule, &args[0], scope)?;

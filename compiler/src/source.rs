@@ -21,12 +21,20 @@ pub struct Span {
 
 impl Span {
     pub fn new(file: FileId, start: usize, end: usize) -> Span {
-        Span { file, start: start as u32, end: end as u32 }
+        Span {
+            file,
+            start: start as u32,
+            end: end as u32,
+        }
     }
 
     /// The smallest span covering both `self` and `other` (same file assumed).
     pub fn to(self, other: Span) -> Span {
-        Span { file: self.file, start: self.start.min(other.start), end: self.end.max(other.end) }
+        Span {
+            file: self.file,
+            start: self.start.min(other.start),
+            end: self.end.max(other.end),
+        }
     }
 }
 
@@ -55,7 +63,11 @@ impl SourceFile {
     /// The text of a 1-based line, without its newline.
     pub fn line_text(&self, line: usize) -> &str {
         let start = self.line_starts[line - 1];
-        let end = self.line_starts.get(line).copied().unwrap_or(self.text.len());
+        let end = self
+            .line_starts
+            .get(line)
+            .copied()
+            .unwrap_or(self.text.len());
         self.text[start..end].trim_end_matches(['\n', '\r'])
     }
 }
@@ -75,7 +87,12 @@ impl SourceMap {
     pub fn add(&mut self, name: impl Into<String>, path: Option<PathBuf>, text: String) -> FileId {
         let mut line_starts = vec![0];
         line_starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
-        self.files.push(SourceFile { name: name.into(), path, text, line_starts });
+        self.files.push(SourceFile {
+            name: name.into(),
+            path,
+            text,
+            line_starts,
+        });
         FileId(self.files.len() as u32 - 1)
     }
 
@@ -92,9 +109,16 @@ impl SourceMap {
     /// Finds an already registered file by its canonical path.
     pub fn find_path(&self, path: &Path) -> Option<FileId> {
         let canon = path.canonicalize().ok()?;
-        self.files.iter().position(|f| {
-            f.path.as_ref().and_then(|p| p.canonicalize().ok()).as_deref() == Some(canon.as_path())
-        }).map(|i| FileId(i as u32))
+        self.files
+            .iter()
+            .position(|f| {
+                f.path
+                    .as_ref()
+                    .and_then(|p| p.canonicalize().ok())
+                    .as_deref()
+                    == Some(canon.as_path())
+            })
+            .map(|i| FileId(i as u32))
     }
 
     /// `file:line:col` of the start of a span.

@@ -153,34 +153,71 @@ impl Value {
     /// Reads the text form of a value of type `ty` (facts files, scripts).
     /// Symbols take the text verbatim.
     pub fn parse(text: &str, ty: Prim) -> Result<Value, ParseValueError> {
-        let err = |reason| ParseValueError { text: text.to_string(), ty, reason };
+        let err = |reason| ParseValueError {
+            text: text.to_string(),
+            ty,
+            reason,
+        };
         let t = text.trim();
         match ty {
             Prim::Symbol => Ok(Value::sym(text)),
-            Prim::Number => parse_int(t).map(Value::Number).ok_or_else(|| err("expected a signed 64-bit integer")),
-            Prim::Unsigned => parse_uint(t).map(Value::Unsigned).ok_or_else(|| err("expected an unsigned 64-bit integer")),
-            Prim::Float => t.parse::<f64>().map(|f| Value::Float(F64(f))).map_err(|_| err("expected a number")),
-            Prim::Ipv4 => t.parse::<Ipv4Addr>().map(|a| Value::Ipv4(a.into())).map_err(|_| err("expected a dotted quad such as 10.0.0.1")),
-            Prim::Ipv6 => t.parse::<Ipv6Addr>().map(|a| Value::Ipv6(a.into())).map_err(|_| err("expected an IPv6 address such as 2001:db8::1")),
+            Prim::Number => parse_int(t)
+                .map(Value::Number)
+                .ok_or_else(|| err("expected a signed 64-bit integer")),
+            Prim::Unsigned => parse_uint(t)
+                .map(Value::Unsigned)
+                .ok_or_else(|| err("expected an unsigned 64-bit integer")),
+            Prim::Float => t
+                .parse::<f64>()
+                .map(|f| Value::Float(F64(f)))
+                .map_err(|_| err("expected a number")),
+            Prim::Ipv4 => t
+                .parse::<Ipv4Addr>()
+                .map(|a| Value::Ipv4(a.into()))
+                .map_err(|_| err("expected a dotted quad such as 10.0.0.1")),
+            Prim::Ipv6 => t
+                .parse::<Ipv6Addr>()
+                .map(|a| Value::Ipv6(a.into()))
+                .map_err(|_| err("expected an IPv6 address such as 2001:db8::1")),
             Prim::Prefix4 => {
-                let (a, l) = t.split_once('/').ok_or_else(|| err("expected address/length such as 10.0.0.0/8"))?;
-                let a: u32 = a.parse::<Ipv4Addr>().map_err(|_| err("the address part is not IPv4"))?.into();
-                let l: u8 = l.parse().ok().filter(|l| *l <= 32).ok_or_else(|| err("the length must be 0..=32"))?;
+                let (a, l) = t
+                    .split_once('/')
+                    .ok_or_else(|| err("expected address/length such as 10.0.0.0/8"))?;
+                let a: u32 = a
+                    .parse::<Ipv4Addr>()
+                    .map_err(|_| err("the address part is not IPv4"))?
+                    .into();
+                let l: u8 = l
+                    .parse()
+                    .ok()
+                    .filter(|l| *l <= 32)
+                    .ok_or_else(|| err("the length must be 0..=32"))?;
                 if a & !mask4(l) != 0 {
                     return Err(err("host bits are set; write the network address"));
                 }
                 Ok(Value::Prefix4(a, l))
             }
             Prim::Prefix6 => {
-                let (a, l) = t.split_once('/').ok_or_else(|| err("expected address/length such as 2001:db8::/32"))?;
-                let a: u128 = a.parse::<Ipv6Addr>().map_err(|_| err("the address part is not IPv6"))?.into();
-                let l: u8 = l.parse().ok().filter(|l| *l <= 128).ok_or_else(|| err("the length must be 0..=128"))?;
+                let (a, l) = t
+                    .split_once('/')
+                    .ok_or_else(|| err("expected address/length such as 2001:db8::/32"))?;
+                let a: u128 = a
+                    .parse::<Ipv6Addr>()
+                    .map_err(|_| err("the address part is not IPv6"))?
+                    .into();
+                let l: u8 = l
+                    .parse()
+                    .ok()
+                    .filter(|l| *l <= 128)
+                    .ok_or_else(|| err("the length must be 0..=128"))?;
                 if a & !mask6(l) != 0 {
                     return Err(err("host bits are set; write the network address"));
                 }
                 Ok(Value::Prefix6(a, l))
             }
-            Prim::Mac => parse_mac(t).map(Value::Mac).ok_or_else(|| err("expected six hex octets such as de:ad:be:ef:00:01")),
+            Prim::Mac => parse_mac(t)
+                .map(Value::Mac)
+                .ok_or_else(|| err("expected six hex octets such as de:ad:be:ef:00:01")),
         }
     }
 }
@@ -226,12 +263,20 @@ pub fn parse_mac(t: &str) -> Option<u64> {
 
 /// The netmask of an IPv4 prefix length.
 pub fn mask4(len: u8) -> u32 {
-    if len == 0 { 0 } else { u32::MAX << (32 - len as u32) }
+    if len == 0 {
+        0
+    } else {
+        u32::MAX << (32 - len as u32)
+    }
 }
 
 /// The netmask of an IPv6 prefix length.
 pub fn mask6(len: u8) -> u128 {
-    if len == 0 { 0 } else { u128::MAX << (128 - len as u32) }
+    if len == 0 {
+        0
+    } else {
+        u128::MAX << (128 - len as u32)
+    }
 }
 
 impl fmt::Display for Value {
@@ -247,7 +292,11 @@ impl fmt::Display for Value {
             Value::Prefix6(a, l) => write!(f, "{}/{}", Ipv6Addr::from(*a), l),
             Value::Mac(m) => {
                 let b = m.to_be_bytes();
-                write!(f, "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}", b[2], b[3], b[4], b[5], b[6], b[7])
+                write!(
+                    f,
+                    "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
+                    b[2], b[3], b[4], b[5], b[6], b[7]
+                )
             }
         }
     }
@@ -255,7 +304,10 @@ impl fmt::Display for Value {
 
 /// Joins a row's values with tabs (the facts/CSV line form).
 pub fn row_to_tsv(row: &[Value]) -> String {
-    row.iter().map(|v| v.to_string()).collect::<Vec<_>>().join("\t")
+    row.iter()
+        .map(|v| v.to_string())
+        .collect::<Vec<_>>()
+        .join("\t")
 }
 
 #[cfg(test)]

@@ -20,10 +20,65 @@ const SEED_PROGRAMS: &[&str] = &[
 ];
 
 const VOCAB: &[&str] = &[
-    ".decl", ".type", ".input", ".output", ".include", ".printsize", "r", "s", "x", "y", "_", "(", ")", "{", "}", ",", ".", ":", ";", "!", "=",
-    "!=", "<", "<=", ">", ">=", "+", "-", "*", "/", "%", "^", ":-", "<:", "|", "@", "number", "symbol", "ipv4", "prefix4", "count", "sum",
-    "min", "max", "1", "42u", "1.5", "\"s\"", "10.0.0.1", "10.0.0.0/8", "::1", "de:ad:be:ef:00:01", "contains", "cat", "hash5", "band",
-    "bnot", "\n", " ",
+    ".decl",
+    ".type",
+    ".input",
+    ".output",
+    ".include",
+    ".printsize",
+    "r",
+    "s",
+    "x",
+    "y",
+    "_",
+    "(",
+    ")",
+    "{",
+    "}",
+    ",",
+    ".",
+    ":",
+    ";",
+    "!",
+    "=",
+    "!=",
+    "<",
+    "<=",
+    ">",
+    ">=",
+    "+",
+    "-",
+    "*",
+    "/",
+    "%",
+    "^",
+    ":-",
+    "<:",
+    "|",
+    "@",
+    "number",
+    "symbol",
+    "ipv4",
+    "prefix4",
+    "count",
+    "sum",
+    "min",
+    "max",
+    "1",
+    "42u",
+    "1.5",
+    "\"s\"",
+    "10.0.0.1",
+    "10.0.0.0/8",
+    "::1",
+    "de:ad:be:ef:00:01",
+    "contains",
+    "cat",
+    "hash5",
+    "band",
+    "bnot",
+    "\n",
+    " ",
 ];
 
 fn check_no_panic(text: &str) {
@@ -31,13 +86,19 @@ fn check_no_panic(text: &str) {
     // Rendering must not panic either (spans must be valid).
     let _ = c.diagnostics.render_all(&c.sources);
     if let Some(plan) = &c.plan {
-        assert!(!c.diagnostics.has_errors(), "a plan was produced despite errors for:\n{text}");
+        assert!(
+            !c.diagnostics.has_errors(),
+            "a plan was produced despite errors for:\n{text}"
+        );
         let _ = souffle_export::export(plan, &c.sources);
     }
 }
 
 fn mutate(program: &str, edits: &[(u8, usize, usize)]) -> String {
-    let mut toks: Vec<String> = program.split_inclusive([' ', '(', ')', ',', '.', '\n']).map(str::to_string).collect();
+    let mut toks: Vec<String> = program
+        .split_inclusive([' ', '(', ')', ',', '.', '\n'])
+        .map(str::to_string)
+        .collect();
     for &(kind, a, b) in edits {
         if toks.is_empty() {
             break;

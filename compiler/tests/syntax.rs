@@ -47,14 +47,26 @@ u(x) :- edge(x, _), x = 42u, 1.5 < 2.0, true.
 "#;
     let (p, diags, sources) = parse(text);
     assert!(!diags.has_errors(), "{}", diags.render_all(&sources));
-    let decls: Vec<&Decl> = p.items.iter().filter_map(|i| if let Item::Decl(d) = i { Some(d) } else { None }).collect();
+    let decls: Vec<&Decl> = p
+        .items
+        .iter()
+        .filter_map(|i| if let Item::Decl(d) = i { Some(d) } else { None })
+        .collect();
     assert_eq!(decls.len(), 3);
     assert!(decls[2].attrs[0].located && !decls[2].attrs[1].located);
     assert_eq!(decls[1].qualifiers[0].name, "output");
-    let types: Vec<&TypeDecl> = p.items.iter().filter_map(|i| if let Item::Type(t) = i { Some(t) } else { None }).collect();
+    let types: Vec<&TypeDecl> = p
+        .items
+        .iter()
+        .filter_map(|i| if let Item::Type(t) = i { Some(t) } else { None })
+        .collect();
     assert!(matches!(&types[1].def, TypeDef::Union(m) if m.len() == 2));
     assert!(matches!(&types[2].def, TypeDef::Alias(_)));
-    let rules: Vec<&Rule> = p.items.iter().filter_map(|i| if let Item::Rule(r) = i { Some(r) } else { None }).collect();
+    let rules: Vec<&Rule> = p
+        .items
+        .iter()
+        .filter_map(|i| if let Item::Rule(r) = i { Some(r) } else { None })
+        .collect();
     // 4 facts + 9 rules
     assert_eq!(rules.iter().filter(|r| r.is_fact()).count(), 4);
     let flow = &rules[2].heads[0];
@@ -68,26 +80,53 @@ u(x) :- edge(x, _), x = 42u, 1.5 < 2.0, true.
     assert!(matches!(&rec.body[0][3], Literal::Compare(CmpOp::Ne, ..)));
     let disj = rules[6];
     assert_eq!(disj.heads.len(), 2);
-    assert_eq!(disj.body.len(), 2, "`;` splits the body into two conjunctions");
+    assert_eq!(
+        disj.body.len(),
+        2,
+        "`;` splits the body into two conjunctions"
+    );
     assert!(matches!(&disj.body[1][0], Literal::Group(g, _) if g[0].len() == 2));
     let count = rules[7];
-    assert!(matches!(&count.body[0][1], Literal::Compare(CmpOp::Eq, Expr::Var(_), Expr::Aggregate { func: AggFunc::Count, target: None, .. }, _)));
+    assert!(matches!(
+        &count.body[0][1],
+        Literal::Compare(
+            CmpOp::Eq,
+            Expr::Var(_),
+            Expr::Aggregate {
+                func: AggFunc::Count,
+                target: None,
+                ..
+            },
+            _
+        )
+    ));
     let min = rules[9];
-    assert!(matches!(&min.body[0][0], Literal::Compare(_, _, Expr::Aggregate { func: AggFunc::Min, target: Some(_), body, .. }, _) if body[0].len() == 1));
+    assert!(
+        matches!(&min.body[0][0], Literal::Compare(_, _, Expr::Aggregate { func: AggFunc::Min, target: Some(_), body, .. }, _) if body[0].len() == 1)
+    );
     // precedence: x + ((2 * (y ^ 2)) band 7)?  Souffle: band binds looser than +, so (x + 2*y^2) band 7
     let arith = rules[10];
     match &arith.body[0][1] {
         Literal::Compare(CmpOp::Lt, Expr::Binary(BinOp::BAnd, l, _, _), _, _) => {
-            assert!(matches!(**l, Expr::Binary(BinOp::Add, _, ref r, _) if matches!(**r, Expr::Binary(BinOp::Mul, _, ref p, _) if matches!(**p, Expr::Binary(BinOp::Pow, ..)))));
+            assert!(
+                matches!(**l, Expr::Binary(BinOp::Add, _, ref r, _) if matches!(**r, Expr::Binary(BinOp::Mul, _, ref p, _) if matches!(**p, Expr::Binary(BinOp::Pow, ..))))
+            );
         }
         other => panic!("unexpected {other:?}"),
     }
-    assert!(matches!(&arith.body[0][2], Literal::Constraint(f, args, _) if f.name == "contains" && args.len() == 2));
+    assert!(
+        matches!(&arith.body[0][2], Literal::Constraint(f, args, _) if f.name == "contains" && args.len() == 2)
+    );
     let b = rules[11];
     assert!(matches!(&b.body[0][2], Literal::NegatedConstraint(..)));
-    assert!(matches!(&b.body[0][3], Literal::Compare(CmpOp::Lt, Expr::Unary(UnOp::Neg, ..), ..)));
+    assert!(matches!(
+        &b.body[0][3],
+        Literal::Compare(CmpOp::Lt, Expr::Unary(UnOp::Neg, ..), ..)
+    ));
     let u = rules[12];
-    assert!(matches!(&u.body[0][1], Literal::Compare(_, _, Expr::Lit(Lit::Unsigned(n), _), _) if n == "42"));
+    assert!(
+        matches!(&u.body[0][1], Literal::Compare(_, _, Expr::Lit(Lit::Unsigned(n), _), _) if n == "42")
+    );
     assert!(matches!(&u.body[0][3], Literal::Bool(true, _)));
 }
 
@@ -102,14 +141,21 @@ fn includes_are_spliced_and_cycles_reported() {
     let dir = std::env::temp_dir().join(format!("netc-include-{}", std::process::id()));
     std::fs::create_dir_all(dir.join("sub")).unwrap();
     std::fs::write(dir.join("main.dl"), ".include \"sub/lib.dl\"\nr(1).\n").unwrap();
-    std::fs::write(dir.join("sub/lib.dl"), ".decl r(x: number)\n.include \"../main.dl\"\n").unwrap();
+    std::fs::write(
+        dir.join("sub/lib.dl"),
+        ".decl r(x: number)\n.include \"../main.dl\"\n",
+    )
+    .unwrap();
     let mut sources = SourceMap::new();
     let mut diags = Diagnostics::new();
     let p = syntax::parse_files(&mut sources, &[dir.join("main.dl")], &mut diags);
     assert_eq!(p.items.len(), 2, "decl from the include, then the fact");
     assert!(matches!(p.items[0], Item::Decl(_)));
     let text = diags.render_all(&sources);
-    assert!(text.contains("E0004") && text.contains("include cycle"), "{text}");
+    assert!(
+        text.contains("E0004") && text.contains("include cycle"),
+        "{text}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -118,9 +164,15 @@ fn syntax_error_fixtures_render_as_expected() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/errors/syntax");
     let update = std::env::var("UPDATE_EXPECT").is_ok();
     let mut n = 0;
-    let mut entries: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    let mut entries: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
     entries.sort();
-    for path in entries.into_iter().filter(|p| p.extension().is_some_and(|e| e == "dl")) {
+    for path in entries
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "dl"))
+    {
         n += 1;
         let text = std::fs::read_to_string(&path).unwrap();
         let name = format!("{}.dl", path.file_stem().unwrap().to_string_lossy());
@@ -132,7 +184,10 @@ fn syntax_error_fixtures_render_as_expected() {
             std::fs::write(&expected_path, &got).unwrap();
         } else {
             let want = std::fs::read_to_string(&expected_path).unwrap_or_default();
-            assert_eq!(got, want, "{name}: rendered diagnostics differ (UPDATE_EXPECT=1 to regenerate)");
+            assert_eq!(
+                got, want,
+                "{name}: rendered diagnostics differ (UPDATE_EXPECT=1 to regenerate)"
+            );
         }
     }
     assert!(n >= 6, "expected the syntax error fixtures, found {n}");

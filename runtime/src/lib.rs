@@ -9,6 +9,6 @@
 //! Architecture invariant: `engine` knows the plan IR and values, never the
 //! syntax tree or the command line.
 
+pub mod commands;
 pub mod engine;
 pub mod io;
-pub mod commands;

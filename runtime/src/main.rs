@@ -74,7 +74,12 @@ enum Command {
         #[arg(required = true)]
         files: Vec<PathBuf>,
         /// Directory of the program's input facts, re-encoded into --facts-out.
-        #[arg(short = 'F', long = "facts", value_name = "DIR", requires = "facts_out")]
+        #[arg(
+            short = 'F',
+            long = "facts",
+            value_name = "DIR",
+            requires = "facts_out"
+        )]
         facts: Option<PathBuf>,
         /// Write the re-encoded input facts here.
         #[arg(long, value_name = "DIR")]
@@ -87,7 +92,10 @@ fn main() -> ExitCode {
         eprintln!("internal error: {info}\nThis is a bug in netc, not in your input; please report it with the command you ran.");
     }));
     let cli = Cli::parse();
-    let outcome = std::panic::catch_unwind(|| dispatch(cli)).unwrap_or(Outcome::InputError("internal error (see above)".into(), None));
+    let outcome = std::panic::catch_unwind(|| dispatch(cli)).unwrap_or(Outcome::InputError(
+        "internal error (see above)".into(),
+        None,
+    ));
     match outcome {
         Outcome::InputError(ref m, _) if m.starts_with("internal error") => ExitCode::from(101),
         o => o.exit(),
@@ -97,8 +105,19 @@ fn main() -> ExitCode {
 fn dispatch(cli: Cli) -> Outcome {
     match cli.command {
         Command::Check { files, dump_after } => commands::check::run(&files, dump_after.as_deref()),
-        Command::Export { souffle: _, files, facts, facts_out } => commands::export::run(&files, facts.as_deref(), facts_out.as_deref()),
-        Command::Run { files, facts, output, workers, updates } => commands::run::run(commands::run::RunArgs {
+        Command::Export {
+            souffle: _,
+            files,
+            facts,
+            facts_out,
+        } => commands::export::run(&files, facts.as_deref(), facts_out.as_deref()),
+        Command::Run {
+            files,
+            facts,
+            output,
+            workers,
+            updates,
+        } => commands::run::run(commands::run::RunArgs {
             files: &files,
             facts_dir: &facts,
             output_dir: &output,

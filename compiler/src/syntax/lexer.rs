@@ -63,7 +63,9 @@ impl Tok {
             Tok::Directive(s) => format!("`.{s}`"),
             Tok::Str(s) => format!("string \"{s}\""),
             Tok::Int(s) | Tok::Unsigned(s) | Tok::Float(s) => format!("number `{s}`"),
-            Tok::Ipv4(s) | Tok::Ipv6(s) | Tok::Prefix4(s) | Tok::Prefix6(s) | Tok::Mac(s) => format!("`{s}`"),
+            Tok::Ipv4(s) | Tok::Ipv6(s) | Tok::Prefix4(s) | Tok::Prefix6(s) | Tok::Mac(s) => {
+                format!("`{s}`")
+            }
             Tok::Error(s) => format!("`{s}`"),
             Tok::Eof => "end of file".to_string(),
             t => format!("`{}`", t.punct()),
@@ -114,7 +116,13 @@ pub struct Token {
 pub const DIRECTIVES: &[&str] = &["decl", "type", "input", "output", "printsize", "include"];
 
 pub fn lex(file: FileId, text: &str) -> Vec<Token> {
-    let mut lx = Lexer { file, src: text, b: text.as_bytes(), pos: 0, out: Vec::new() };
+    let mut lx = Lexer {
+        file,
+        src: text,
+        b: text.as_bytes(),
+        pos: 0,
+        out: Vec::new(),
+    };
     lx.run();
     lx.out
 }
@@ -143,7 +151,11 @@ impl<'a> Lexer<'a> {
     fn push(&mut self, tok: Tok, start: usize) {
         let prev_end = self.out.last().map_or(0, |t| t.span.end as usize);
         let line_start = self.out.is_empty() || self.src[prev_end..start].contains('\n');
-        self.out.push(Token { tok, span: Span::new(self.file, start, self.pos), line_start });
+        self.out.push(Token {
+            tok,
+            span: Span::new(self.file, start, self.pos),
+            line_start,
+        });
     }
 
     fn run(&mut self) {
@@ -308,7 +320,10 @@ impl<'a> Lexer<'a> {
             return None;
         }
         // The longest run of characters an address can contain.
-        let run_len = rest.bytes().take_while(|b| b.is_ascii_hexdigit() || *b == b':' || *b == b'.').count();
+        let run_len = rest
+            .bytes()
+            .take_while(|b| b.is_ascii_hexdigit() || *b == b':' || *b == b'.')
+            .count();
         let mut run = &rest[..run_len];
         // A trailing `.` ends the item (`r(10.0.0.1).` has no trailing dot in the run
         // because `)` stops it, but `x = 10.0.0.1.` does).
@@ -327,7 +342,10 @@ impl<'a> Lexer<'a> {
             Some(0) // MAC
         } else if colons >= 2 && run.parse::<std::net::Ipv6Addr>().is_ok() {
             Some(6)
-        } else if colons == 0 && run.matches('.').count() == 3 && run.parse::<std::net::Ipv4Addr>().is_ok() {
+        } else if colons == 0
+            && run.matches('.').count() == 3
+            && run.parse::<std::net::Ipv4Addr>().is_ok()
+        {
             Some(4)
         } else {
             None
@@ -343,9 +361,17 @@ impl<'a> Lexer<'a> {
                 self.pos += 1;
             }
             let full = format!("{run}{}", &self.src[s..self.pos]);
-            return Some(if kind == 4 { Tok::Prefix4(full) } else { Tok::Prefix6(full) });
+            return Some(if kind == 4 {
+                Tok::Prefix4(full)
+            } else {
+                Tok::Prefix6(full)
+            });
         }
-        Some(if kind == 4 { Tok::Ipv4(run.to_string()) } else { Tok::Ipv6(run.to_string()) })
+        Some(if kind == 4 {
+            Tok::Ipv4(run.to_string())
+        } else {
+            Tok::Ipv6(run.to_string())
+        })
     }
 
     fn punct(&mut self) -> Tok {
@@ -420,9 +446,37 @@ mod tests {
 
     #[test]
     fn a_fact_ending_in_an_integer_keeps_its_period() {
-        assert_eq!(toks("r(1)."), vec![Tok::Ident("r".into()), Tok::LParen, Tok::Int("1".into()), Tok::RParen, Tok::Dot, Tok::Eof]);
-        assert_eq!(toks("x = 1."), vec![Tok::Ident("x".into()), Tok::Eq, Tok::Int("1".into()), Tok::Dot, Tok::Eof]);
-        assert_eq!(toks("x = 10.0.0.1."), vec![Tok::Ident("x".into()), Tok::Eq, Tok::Ipv4("10.0.0.1".into()), Tok::Dot, Tok::Eof]);
+        assert_eq!(
+            toks("r(1)."),
+            vec![
+                Tok::Ident("r".into()),
+                Tok::LParen,
+                Tok::Int("1".into()),
+                Tok::RParen,
+                Tok::Dot,
+                Tok::Eof
+            ]
+        );
+        assert_eq!(
+            toks("x = 1."),
+            vec![
+                Tok::Ident("x".into()),
+                Tok::Eq,
+                Tok::Int("1".into()),
+                Tok::Dot,
+                Tok::Eof
+            ]
+        );
+        assert_eq!(
+            toks("x = 10.0.0.1."),
+            vec![
+                Tok::Ident("x".into()),
+                Tok::Eq,
+                Tok::Ipv4("10.0.0.1".into()),
+                Tok::Dot,
+                Tok::Eof
+            ]
+        );
     }
 
     #[test]
@@ -450,7 +504,13 @@ mod tests {
     fn floats_unsigned_and_comments() {
         assert_eq!(
             toks("1.5 42u 0x2a // c\n/* block */ 7"),
-            vec![Tok::Float("1.5".into()), Tok::Unsigned("42".into()), Tok::Int("0x2a".into()), Tok::Int("7".into()), Tok::Eof]
+            vec![
+                Tok::Float("1.5".into()),
+                Tok::Unsigned("42".into()),
+                Tok::Int("0x2a".into()),
+                Tok::Int("7".into()),
+                Tok::Eof
+            ]
         );
     }
 }

@@ -16,7 +16,12 @@ use std::path::{Path, PathBuf};
 
 /// Parses text that is not (necessarily) on disk, e.g. a test program or
 /// stdin. `.include`s resolve relative to the current directory.
-pub fn parse_text(sources: &mut SourceMap, name: &str, text: &str, diags: &mut Diagnostics) -> Program {
+pub fn parse_text(
+    sources: &mut SourceMap,
+    name: &str,
+    text: &str,
+    diags: &mut Diagnostics,
+) -> Program {
     let id = sources.add(name, None, text.to_string());
     let mut program = Program::default();
     parse_file_into(sources, id, &mut Vec::new(), &mut program, diags);
@@ -40,7 +45,13 @@ pub fn parse_files(sources: &mut SourceMap, paths: &[PathBuf], diags: &mut Diagn
 
 /// Parses one registered file and splices its includes; `stack` holds the
 /// files being included (for cycle detection).
-fn parse_file_into(sources: &mut SourceMap, id: FileId, stack: &mut Vec<FileId>, program: &mut Program, diags: &mut Diagnostics) {
+fn parse_file_into(
+    sources: &mut SourceMap,
+    id: FileId,
+    stack: &mut Vec<FileId>,
+    program: &mut Program,
+    diags: &mut Diagnostics,
+) {
     let tokens = lexer::lex(id, &sources.file(id).text);
     let mut errors = Vec::new();
     let parsed = parser::Parser::new(&tokens).items(&mut errors);
@@ -51,20 +62,39 @@ fn parse_file_into(sources: &mut SourceMap, id: FileId, stack: &mut Vec<FileId>,
     for p in parsed {
         match p {
             parser::Parsed::Item(item) => program.items.push(item),
-            parser::Parsed::Include(name, span) => include(sources, id, &name, span, stack, program, diags),
+            parser::Parsed::Include(name, span) => {
+                include(sources, id, &name, span, stack, program, diags)
+            }
         }
     }
     stack.pop();
 }
 
-fn include(sources: &mut SourceMap, from: FileId, name: &str, span: Span, stack: &mut Vec<FileId>, program: &mut Program, diags: &mut Diagnostics) {
-    let base = sources.file(from).path.as_ref().and_then(|p| p.parent().map(Path::to_path_buf)).unwrap_or_default();
+fn include(
+    sources: &mut SourceMap,
+    from: FileId,
+    name: &str,
+    span: Span,
+    stack: &mut Vec<FileId>,
+    program: &mut Program,
+    diags: &mut Diagnostics,
+) {
+    let base = sources
+        .file(from)
+        .path
+        .as_ref()
+        .and_then(|p| p.parent().map(Path::to_path_buf))
+        .unwrap_or_default();
     let path = base.join(name);
     if let Some(existing) = sources.find_path(&path) {
         if stack.contains(&existing) {
             diags.push(
-                Diagnostic::error("E0004", span, format!("`{name}` includes itself (include cycle)"))
-                    .with_hint("remove one of the `.include` directives in the cycle"),
+                Diagnostic::error(
+                    "E0004",
+                    span,
+                    format!("`{name}` includes itself (include cycle)"),
+                )
+                .with_hint("remove one of the `.include` directives in the cycle"),
             );
             return;
         }
@@ -74,8 +104,12 @@ fn include(sources: &mut SourceMap, from: FileId, name: &str, span: Span, stack:
     match sources.load(&path) {
         Ok(id) => parse_file_into(sources, id, stack, program, diags),
         Err(e) => diags.push(
-            Diagnostic::error("E0003", span, format!("cannot include `{}`: {e}", path.display()))
-                .with_hint("paths in `.include` are relative to the including file"),
+            Diagnostic::error(
+                "E0003",
+                span,
+                format!("cannot include `{}`: {e}", path.display()),
+            )
+            .with_hint("paths in `.include` are relative to the including file"),
         ),
     }
 }

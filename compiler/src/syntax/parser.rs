@@ -36,7 +36,12 @@ pub struct Parser<'t> {
     pos: usize,
 }
 
-const AGGREGATES: &[(&str, AggFunc)] = &[("count", AggFunc::Count), ("sum", AggFunc::Sum), ("min", AggFunc::Min), ("max", AggFunc::Max)];
+const AGGREGATES: &[(&str, AggFunc)] = &[
+    ("count", AggFunc::Count),
+    ("sum", AggFunc::Sum),
+    ("min", AggFunc::Min),
+    ("max", AggFunc::Max),
+];
 
 /// Functor names that are constraints when they stand alone as a literal.
 const CONSTRAINT_FUNCTORS: &[&str] = &["contains", "match"];
@@ -113,7 +118,11 @@ impl<'t> Parser<'t> {
             Tok::Error(c) => format!("unexpected character `{c}`; expected {expected}"),
             _ => format!("expected {expected}, found {}", found.describe()),
         };
-        Err(ParseError { span: self.span(), message, hint: hint.map(str::to_string) })
+        Err(ParseError {
+            span: self.span(),
+            message,
+            hint: hint.map(str::to_string),
+        })
     }
 
     fn expect(&mut self, t: Tok, expected: &str, hint: Option<&str>) -> PResult<Span> {
@@ -167,7 +176,10 @@ impl<'t> Parser<'t> {
         match self.peek().clone() {
             Tok::Directive(d) => self.directive(&d),
             Tok::Ident(_) => Ok(Parsed::Item(Item::Rule(self.rule()?))),
-            _ => self.error("a declaration (`.decl`), a directive, a fact or a rule", None),
+            _ => self.error(
+                "a declaration (`.decl`), a directive, a fact or a rule",
+                None,
+            ),
         }
     }
 
@@ -189,7 +201,9 @@ impl<'t> Parser<'t> {
                     "output" => DirectiveKind::Output,
                     _ => DirectiveKind::PrintSize,
                 };
-                Ok(Parsed::Item(Item::Directive(self.io_directive(kind, start)?)))
+                Ok(Parsed::Item(Item::Directive(
+                    self.io_directive(kind, start)?,
+                )))
             }
             "include" => {
                 self.bump();
@@ -198,7 +212,10 @@ impl<'t> Parser<'t> {
                         let s = self.bump().span;
                         Ok(Parsed::Include(path, start.to(s)))
                     }
-                    _ => self.error("a file name in quotes after `.include`", Some("write `.include \"common.ndl\"`")),
+                    _ => self.error(
+                        "a file name in quotes after `.include`",
+                        Some("write `.include \"common.ndl\"`"),
+                    ),
                 }
             }
             other => {
@@ -207,23 +224,40 @@ impl<'t> Parser<'t> {
                     Some(c) => format!("did you mean `.{c}`? directives are .decl, .type, .input, .output, .printsize and .include"),
                     None => "directives are .decl, .type, .input, .output, .printsize and .include".to_string(),
                 };
-                Err(ParseError { span: start, message: format!("unknown directive `.{other}`"), hint: Some(hint) })
+                Err(ParseError {
+                    span: start,
+                    message: format!("unknown directive `.{other}`"),
+                    hint: Some(hint),
+                })
             }
         }
     }
 
     fn decl(&mut self, start: Span) -> PResult<Decl> {
         let name = self.ident("a relation name after `.decl`")?;
-        self.expect(Tok::LParen, "`(` to open the attribute list", Some("a declaration looks like `.decl edge(src: number, dst: number)`"))?;
+        self.expect(
+            Tok::LParen,
+            "`(` to open the attribute list",
+            Some("a declaration looks like `.decl edge(src: number, dst: number)`"),
+        )?;
         let mut attrs = Vec::new();
         if !self.at(&Tok::RParen) {
             loop {
                 let astart = self.span();
                 let located = self.eat(&Tok::At);
                 let aname = self.ident("an attribute name")?;
-                self.expect(Tok::Colon, "`:` and a type after the attribute name", Some("attributes are written `name: type`, e.g. `src: number`"))?;
+                self.expect(
+                    Tok::Colon,
+                    "`:` and a type after the attribute name",
+                    Some("attributes are written `name: type`, e.g. `src: number`"),
+                )?;
                 let ty = self.ident("a type name (number, unsigned, float, symbol, ipv4, ipv6, prefix4, prefix6, mac, or a declared .type)")?;
-                attrs.push(Attr { name: aname, ty, located, span: astart.to(self.prev_span()) });
+                attrs.push(Attr {
+                    name: aname,
+                    ty,
+                    located,
+                    span: astart.to(self.prev_span()),
+                });
                 if !self.eat(&Tok::Comma) {
                     break;
                 }
@@ -234,13 +268,32 @@ impl<'t> Parser<'t> {
         while self.at_qualifier() {
             qualifiers.push(self.ident("a qualifier")?);
         }
-        Ok(Decl { name, attrs, qualifiers, span: start.to(self.prev_span()) })
+        Ok(Decl {
+            name,
+            attrs,
+            qualifiers,
+            span: start.to(self.prev_span()),
+        })
     }
 
     /// Souffle's relation qualifiers; an identifier that is not one starts the next item.
     fn at_qualifier(&self) -> bool {
-        const QUALIFIERS: &[&str] = &["input", "output", "printsize", "overridable", "inline", "no_inline", "magic", "no_magic", "brie", "btree", "btree_delete", "eqrel"];
-        matches!(self.peek(), Tok::Ident(q) if QUALIFIERS.contains(&q.as_str())) && !matches!(self.peek_at(1), Tok::LParen)
+        const QUALIFIERS: &[&str] = &[
+            "input",
+            "output",
+            "printsize",
+            "overridable",
+            "inline",
+            "no_inline",
+            "magic",
+            "no_magic",
+            "brie",
+            "btree",
+            "btree_delete",
+            "eqrel",
+        ];
+        matches!(self.peek(), Tok::Ident(q) if QUALIFIERS.contains(&q.as_str()))
+            && !matches!(self.peek_at(1), Tok::LParen)
     }
 
     fn type_decl(&mut self, start: Span) -> PResult<TypeDecl> {
@@ -250,7 +303,12 @@ impl<'t> Parser<'t> {
         } else if self.eat(&Tok::Eq) {
             let first = match self.peek() {
                 Tok::Ident(_) => self.ident("a type")?,
-                _ => return self.error("a type name after `=`", Some("record and ADT types are not supported; use a relation instead")),
+                _ => {
+                    return self.error(
+                        "a type name after `=`",
+                        Some("record and ADT types are not supported; use a relation instead"),
+                    )
+                }
             };
             let mut members = vec![first];
             while self.eat(&Tok::Pipe) {
@@ -264,7 +322,11 @@ impl<'t> Parser<'t> {
         } else {
             return self.error("`<:` or `=` after the type name", Some("write `.type Host <: symbol` for a subtype or `.type Ip = ipv4 | ipv6` for a union"));
         };
-        Ok(TypeDecl { name, def, span: start.to(self.prev_span()) })
+        Ok(TypeDecl {
+            name,
+            def,
+            span: start.to(self.prev_span()),
+        })
     }
 
     fn io_directive(&mut self, kind: DirectiveKind, start: Span) -> PResult<Directive> {
@@ -277,7 +339,11 @@ impl<'t> Parser<'t> {
             if !self.at(&Tok::RParen) {
                 loop {
                     let key = self.ident("a parameter name such as IO, filename or delimiter")?;
-                    self.expect(Tok::Eq, "`=` after the parameter name", Some("write e.g. `filename=\"edges.tsv\"`"))?;
+                    self.expect(
+                        Tok::Eq,
+                        "`=` after the parameter name",
+                        Some("write e.g. `filename=\"edges.tsv\"`"),
+                    )?;
                     let value = match self.peek().clone() {
                         Tok::Str(s) | Tok::Ident(s) | Tok::Int(s) => {
                             self.bump();
@@ -293,7 +359,12 @@ impl<'t> Parser<'t> {
             }
             self.expect(Tok::RParen, "`,` or `)` in the parameter list", None)?;
         }
-        Ok(Directive { kind, relations, params, span: start.to(self.prev_span()) })
+        Ok(Directive {
+            kind,
+            relations,
+            params,
+            span: start.to(self.prev_span()),
+        })
     }
 
     fn rule(&mut self) -> PResult<Rule> {
@@ -302,10 +373,20 @@ impl<'t> Parser<'t> {
         while self.eat(&Tok::Comma) {
             heads.push(self.atom()?);
         }
-        let body = if self.eat(&Tok::If) { self.disjunction()? } else { Vec::new() };
+        let body = if self.eat(&Tok::If) {
+            self.disjunction()?
+        } else {
+            Vec::new()
+        };
         if !self.at(&Tok::Dot) {
-            let hint = if body.is_empty() { "a fact ends with `.`; a rule has `:-` and a body" } else { "a rule ends with `.`; literals are separated by `,` (and) or `;` (or)" };
-            let mut e = self.error::<()>("`.` at the end of the rule", Some(hint)).unwrap_err();
+            let hint = if body.is_empty() {
+                "a fact ends with `.`; a rule has `:-` and a body"
+            } else {
+                "a rule ends with `.`; literals are separated by `,` (and) or `;` (or)"
+            };
+            let mut e = self
+                .error::<()>("`.` at the end of the rule", Some(hint))
+                .unwrap_err();
             if self.toks[self.pos.min(self.toks.len() - 1)].line_start {
                 // The period is missing at the end of the previous line: point there.
                 let end = self.prev_span().end as usize;
@@ -314,7 +395,11 @@ impl<'t> Parser<'t> {
             return Err(e);
         }
         self.bump();
-        Ok(Rule { heads, body, span: start.to(self.prev_span()) })
+        Ok(Rule {
+            heads,
+            body,
+            span: start.to(self.prev_span()),
+        })
     }
 
     fn atom(&mut self) -> PResult<Atom> {
@@ -322,7 +407,11 @@ impl<'t> Parser<'t> {
         self.expect(Tok::LParen, "`(` after the relation name", None)?;
         let args = self.args()?;
         let span = relation.span.to(self.prev_span());
-        Ok(Atom { relation, args, span })
+        Ok(Atom {
+            relation,
+            args,
+            span,
+        })
     }
 
     /// Arguments up to and including the closing `)`.
@@ -374,7 +463,9 @@ impl<'t> Parser<'t> {
                     other => Ok(Literal::NegatedConstraint(Box::new(other), span)),
                 }
             }
-            Tok::Ident(ref w) if (w == "true" || w == "false") && !matches!(self.peek_at(1), Tok::LParen) => {
+            Tok::Ident(ref w)
+                if (w == "true" || w == "false") && !matches!(self.peek_at(1), Tok::LParen) =>
+            {
                 self.bump();
                 Ok(Literal::Bool(w == "true", start))
             }
@@ -469,7 +560,12 @@ impl<'t> Parser<'t> {
         if self.eat(&Tok::Caret) {
             let exp = self.power()?;
             let span = base.span().to(exp.span());
-            return Ok(Expr::Binary(BinOp::Pow, Box::new(base), Box::new(exp), span));
+            return Ok(Expr::Binary(
+                BinOp::Pow,
+                Box::new(base),
+                Box::new(exp),
+                span,
+            ));
         }
         Ok(base)
     }
@@ -597,7 +693,10 @@ impl<'t> Parser<'t> {
                 }
                 Ok(Expr::Var(id))
             }
-            _ => self.error("an expression (a variable, `_`, a literal, a functor call or an aggregate)", None),
+            _ => self.error(
+                "an expression (a variable, `_`, a literal, a functor call or an aggregate)",
+                None,
+            ),
         }
     }
 
@@ -613,14 +712,33 @@ impl<'t> Parser<'t> {
             // `min(a, b)` is the functor, not the aggregate.
             self.pos = save;
             return Ok(None);
-        } else if matches!(self.peek(), Tok::Comma | Tok::RParen | Tok::Dot | Tok::Eq | Tok::Ne | Tok::Lt | Tok::Le | Tok::Gt | Tok::Ge | Tok::Plus | Tok::Minus | Tok::Star | Tok::Slash) {
+        } else if matches!(
+            self.peek(),
+            Tok::Comma
+                | Tok::RParen
+                | Tok::Dot
+                | Tok::Eq
+                | Tok::Ne
+                | Tok::Lt
+                | Tok::Le
+                | Tok::Gt
+                | Tok::Ge
+                | Tok::Plus
+                | Tok::Minus
+                | Tok::Star
+                | Tok::Slash
+        ) {
             // `count` used as a variable name.
             self.pos = save;
             return Ok(None);
         } else {
             Some(Box::new(self.expr()?))
         };
-        self.expect(Tok::Colon, "`:` after the aggregate", Some("an aggregate is written `count : { r(x) }` or `sum y : { r(x, y) }`"))?;
+        self.expect(
+            Tok::Colon,
+            "`:` after the aggregate",
+            Some("an aggregate is written `count : { r(x) }` or `sum y : { r(x, y) }`"),
+        )?;
         let body = if self.eat(&Tok::LBrace) {
             let b = self.disjunction()?;
             self.expect(Tok::RBrace, "`}` to close the aggregate body", None)?;
@@ -629,7 +747,11 @@ impl<'t> Parser<'t> {
             vec![vec![Literal::Atom(self.atom()?)]]
         };
         if func == AggFunc::Count && target.is_some() {
-            return Err(ParseError { span: start, message: "`count` takes no target expression".into(), hint: Some("write `count : { ... }`".into()) });
+            return Err(ParseError {
+                span: start,
+                message: "`count` takes no target expression".into(),
+                hint: Some("write `count : { ... }`".into()),
+            });
         }
         if func != AggFunc::Count && target.is_none() {
             return Err(ParseError {
@@ -638,7 +760,12 @@ impl<'t> Parser<'t> {
                 hint: Some(format!("write `{} y : {{ r(x, y) }}`", func.name())),
             });
         }
-        Ok(Some(Expr::Aggregate { func, target, body, span: start.to(self.prev_span()) }))
+        Ok(Some(Expr::Aggregate {
+            func,
+            target,
+            body,
+            span: start.to(self.prev_span()),
+        }))
     }
 }
 
@@ -647,7 +774,10 @@ fn aggregate(name: &str) -> Option<AggFunc> {
 }
 
 fn is_arith(t: &Tok) -> bool {
-    matches!(t, Tok::Plus | Tok::Minus | Tok::Star | Tok::Slash | Tok::Percent | Tok::Caret)
+    matches!(
+        t,
+        Tok::Plus | Tok::Minus | Tok::Star | Tok::Slash | Tok::Percent | Tok::Caret
+    )
 }
 
 /// The candidate closest to `word` by edit distance, if it is close enough to be a likely typo.
@@ -668,7 +798,9 @@ pub fn edit_distance(a: &str, b: &str) -> usize {
     for (i, ca) in a.iter().enumerate() {
         let mut cur = vec![i + 1; b.len() + 1];
         for (j, cb) in b.iter().enumerate() {
-            cur[j + 1] = (prev[j] + usize::from(ca != cb)).min(prev[j + 1] + 1).min(cur[j] + 1);
+            cur[j + 1] = (prev[j] + usize::from(ca != cb))
+                .min(prev[j + 1] + 1)
+                .min(cur[j] + 1);
         }
         prev = cur;
     }

@@ -29,5 +29,11 @@ pub fn run(files: &[PathBuf], dump_after: Option<&str>) -> Outcome {
 
 fn summary(plan: &Plan) -> String {
     let rules: usize = plan.strata.iter().map(|s| s.rules.len()).sum();
-    format!("{} relations, {} rules, {} strata, {} facts", plan.relations.len(), rules, plan.strata.len(), plan.facts.len())
+    format!(
+        "{} relations, {} rules, {} strata, {} facts",
+        plan.relations.len(),
+        rules,
+        plan.strata.len(),
+        plan.facts.len()
+    )
 }

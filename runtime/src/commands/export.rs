@@ -15,7 +15,9 @@ pub fn run(files: &[PathBuf], facts_dir: Option<&Path>, facts_out: Option<&Path>
     if report(&c) {
         return Outcome::ProgramErrors;
     }
-    let Some(plan) = &c.plan else { return Outcome::ProgramErrors };
+    let Some(plan) = &c.plan else {
+        return Outcome::ProgramErrors;
+    };
     let text = match souffle_export::export(plan, &c.sources) {
         Ok(t) => t,
         Err(e) => {
@@ -44,7 +46,10 @@ pub fn run(files: &[PathBuf], facts_dir: Option<&Path>, facts_out: Option<&Path>
                 }
                 let path = facts::input_path(rel, spec, out);
                 if let Err(e) = std::fs::write(&path, body) {
-                    return Outcome::InputError(format!("cannot write `{}`: {e}", path.display()), None);
+                    return Outcome::InputError(
+                        format!("cannot write `{}`: {e}", path.display()),
+                        None,
+                    );
                 }
             }
         }

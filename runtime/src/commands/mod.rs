@@ -52,7 +52,16 @@ pub fn report(c: &Compilation) -> bool {
     let errors = c.diagnostics.error_count();
     let warnings = c.diagnostics.items.len() - errors;
     if errors > 0 {
-        eprintln!("\n{} error{}{} found", errors, plural(errors), if warnings > 0 { format!(", {warnings} warning{}", plural(warnings)) } else { String::new() });
+        eprintln!(
+            "\n{} error{}{} found",
+            errors,
+            plural(errors),
+            if warnings > 0 {
+                format!(", {warnings} warning{}", plural(warnings))
+            } else {
+                String::new()
+            }
+        );
     }
     errors > 0
 }

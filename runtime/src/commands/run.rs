@@ -31,7 +31,9 @@ pub fn run(args: RunArgs) -> Outcome {
     if report(&c) {
         return Outcome::ProgramErrors;
     }
-    let Some(plan) = c.plan else { return Outcome::ProgramErrors };
+    let Some(plan) = c.plan else {
+        return Outcome::ProgramErrors;
+    };
     let plan = Arc::new(plan);
 
     let mut initial = Vec::new();
@@ -46,10 +48,17 @@ pub fn run(args: RunArgs) -> Outcome {
     let script = match args.updates {
         None => Vec::new(),
         Some(path) => {
-            let text = match std::fs::read_to_string(path) {
-                Ok(t) => t,
-                Err(e) => return Outcome::InputError(format!("cannot read `{}`: {e}", path.display()), Some("--updates takes a script of `+R(..).`, `-R(..).` and `commit.` lines".into())),
-            };
+            let text =
+                match std::fs::read_to_string(path) {
+                    Ok(t) => t,
+                    Err(e) => return Outcome::InputError(
+                        format!("cannot read `{}`: {e}", path.display()),
+                        Some(
+                            "--updates takes a script of `+R(..).`, `-R(..).` and `commit.` lines"
+                                .into(),
+                        ),
+                    ),
+                };
             match updates::parse_script(&plan, &path.display().to_string(), &text) {
                 Ok(s) => s,
                 Err(e) => return e.into(),
@@ -58,7 +67,10 @@ pub fn run(args: RunArgs) -> Outcome {
     };
     if args.output_dir != "-" {
         if let Err(e) = std::fs::create_dir_all(args.output_dir) {
-            return Outcome::InputError(format!("cannot create output directory `{}`: {e}", args.output_dir), None);
+            return Outcome::InputError(
+                format!("cannot create output directory `{}`: {e}", args.output_dir),
+                None,
+            );
         }
     }
 
@@ -72,7 +84,10 @@ pub fn run(args: RunArgs) -> Outcome {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     for (n, tx) in script.into_iter().enumerate() {
-        let tx = tx.into_iter().map(|(rel, row, d)| (rel, row, if d > 0 { Diff::Insert } else { Diff::Delete })).collect();
+        let tx = tx
+            .into_iter()
+            .map(|(rel, row, d)| (rel, row, if d > 0 { Diff::Insert } else { Diff::Delete }))
+            .collect();
         let changes = match engine.commit(Transaction { changes: tx }) {
             Ok(c) => c,
             Err(e) => return Outcome::InputError(format!("engine: {e}"), None),
@@ -83,7 +98,11 @@ pub fn run(args: RunArgs) -> Outcome {
                 continue;
             }
             for (row, diff) in rows {
-                lines.push(updates::format_change(&plan.relations[rel].name, row, *diff));
+                lines.push(updates::format_change(
+                    &plan.relations[rel].name,
+                    row,
+                    *diff,
+                ));
             }
         }
         lines.sort();

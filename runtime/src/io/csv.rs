@@ -27,9 +27,26 @@ pub fn render(rows: &[Row], delim: &str) -> String {
 }
 
 /// Writes one `.output` relation into `dir`.
-pub fn write_output(rel: &Relation, spec: &IoSpec, rows: &[Row], dir: &Path) -> Result<(), IoError> {
-    let path = dir.join(spec.params.get("filename").cloned().unwrap_or_else(|| format!("{}.csv", rel.name)));
+pub fn write_output(
+    rel: &Relation,
+    spec: &IoSpec,
+    rows: &[Row],
+    dir: &Path,
+) -> Result<(), IoError> {
+    let path = dir.join(
+        spec.params
+            .get("filename")
+            .cloned()
+            .unwrap_or_else(|| format!("{}.csv", rel.name)),
+    );
     let text = render(rows, &delimiter(spec));
-    let mut f = std::fs::File::create(&path).map_err(|source| IoError::Write { path: path.display().to_string(), source })?;
-    f.write_all(text.as_bytes()).map_err(|source| IoError::Write { path: path.display().to_string(), source })
+    let mut f = std::fs::File::create(&path).map_err(|source| IoError::Write {
+        path: path.display().to_string(),
+        source,
+    })?;
+    f.write_all(text.as_bytes())
+        .map_err(|source| IoError::Write {
+            path: path.display().to_string(),
+            source,
+        })
 }

@@ -14,7 +14,11 @@ use std::path::{Path, PathBuf};
 
 /// Where a relation's input comes from.
 pub fn input_path(rel: &Relation, spec: &IoSpec, dir: &Path) -> PathBuf {
-    let default = if io_kind(spec) == "jsonl" { format!("{}.jsonl", rel.name) } else { format!("{}.facts", rel.name) };
+    let default = if io_kind(spec) == "jsonl" {
+        format!("{}.jsonl", rel.name)
+    } else {
+        format!("{}.facts", rel.name)
+    };
     dir.join(spec.params.get("filename").cloned().unwrap_or(default))
 }
 
@@ -25,7 +29,10 @@ fn io_kind(spec: &IoSpec) -> &str {
 /// Reads the input of one `.input` directive.
 pub fn read_input(rel: &Relation, spec: &IoSpec, dir: &Path) -> Result<Vec<Row>, IoError> {
     let path = input_path(rel, spec, dir);
-    let text = std::fs::read_to_string(&path).map_err(|source| IoError::Read { path: path.display().to_string(), source })?;
+    let text = std::fs::read_to_string(&path).map_err(|source| IoError::Read {
+        path: path.display().to_string(),
+        source,
+    })?;
     let name = path.display().to_string();
     match io_kind(spec) {
         "file" => read_delimited(rel, &name, &text, delimiter(spec)),
@@ -46,13 +53,22 @@ pub fn delimiter(spec: &IoSpec) -> String {
     }
 }
 
-pub fn read_delimited(rel: &Relation, name: &str, text: &str, delim: String) -> Result<Vec<Row>, IoError> {
+pub fn read_delimited(
+    rel: &Relation,
+    name: &str,
+    text: &str,
+    delim: String,
+) -> Result<Vec<Row>, IoError> {
     let mut rows = Vec::new();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
-        let fields: Vec<&str> = if rel.arity() == 1 { vec![line] } else { line.split(delim.as_str()).collect() };
+        let fields: Vec<&str> = if rel.arity() == 1 {
+            vec![line]
+        } else {
+            line.split(delim.as_str()).collect()
+        };
         if fields.len() != rel.arity() {
             return Err(IoError::Syntax {
                 location: format!("{name}:{}:1", i + 1),
@@ -66,7 +82,10 @@ pub fn read_delimited(rel: &Relation, name: &str, text: &str, delim: String) -> 
             let v = parse_column(field, column).map_err(|e| IoError::Syntax {
                 location: format!("{name}:{}:{col}", i + 1),
                 message: format!("attribute `{}` of `{}`: {e}", column.name, rel.name),
-                hint: Some(format!("`{}` is declared as `{}`", column.name, column.type_name)),
+                hint: Some(format!(
+                    "`{}` is declared as `{}`",
+                    column.name, column.type_name
+                )),
             })?;
             row.push(v);
             col += field.chars().count() + delim.chars().count();
@@ -96,19 +115,35 @@ pub fn read_jsonl(rel: &Relation, name: &str, text: &str) -> Result<Vec<Row>, Io
                     v.push(o.remove(&c.name).ok_or_else(|| IoError::Syntax {
                         location: loc(),
                         message: format!("missing attribute `{}` of `{}`", c.name, rel.name),
-                        hint: Some(format!("objects need the keys {}", rel.columns.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", "))),
+                        hint: Some(format!(
+                                "objects need the keys {}",
+                                rel.columns
+                                    .iter()
+                                    .map(|c| c.name.as_str())
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            )),
                     })?);
                 }
                 v
             }
             _ => {
-                return Err(IoError::Syntax { location: loc(), message: "expected a JSON array or object".into(), hint: None });
+                return Err(IoError::Syntax {
+                    location: loc(),
+                    message: "expected a JSON array or object".into(),
+                    hint: None,
+                });
             }
         };
         if fields.len() != rel.arity() {
             return Err(IoError::Syntax {
                 location: loc(),
-                message: format!("`{}` has {} attributes, this line has {}", rel.name, rel.arity(), fields.len()),
+                message: format!(
+                    "`{}` has {} attributes, this line has {}",
+                    rel.name,
+                    rel.arity(),
+                    fields.len()
+                ),
                 hint: None,
             });
         }

@@ -9,8 +9,8 @@
 //! Every error names the file, line and column, what was expected and a
 //! hint; nothing here panics on bad input.
 
-pub mod facts;
 pub mod csv;
+pub mod facts;
 pub mod updates;
 
 use netc_compiler::plan::Column;
@@ -20,11 +20,21 @@ use netc_compiler::value::{ParseValueError, Value};
 #[derive(Debug, thiserror::Error)]
 pub enum IoError {
     #[error("cannot read `{path}`: {source}")]
-    Read { path: String, source: std::io::Error },
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
     #[error("cannot write `{path}`: {source}")]
-    Write { path: String, source: std::io::Error },
+    Write {
+        path: String,
+        source: std::io::Error,
+    },
     #[error("{location}: {message}")]
-    Syntax { location: String, message: String, hint: Option<String> },
+    Syntax {
+        location: String,
+        message: String,
+        hint: Option<String>,
+    },
 }
 
 impl IoError {

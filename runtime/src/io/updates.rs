@@ -26,7 +26,12 @@ pub fn parse_script(plan: &Plan, name: &str, text: &str) -> Result<Vec<Vec<Chang
     let mut sources = SourceMap::new();
     let file = sources.add(name, None, text.to_string());
     let toks = lex(file, text);
-    let mut p = ScriptParser { plan, toks: &toks, pos: 0, sources: &sources };
+    let mut p = ScriptParser {
+        plan,
+        toks: &toks,
+        pos: 0,
+        sources: &sources,
+    };
     p.script()
 }
 
@@ -63,7 +68,10 @@ impl ScriptParser<'_> {
             self.bump();
             Ok(())
         } else {
-            self.err(format!("expected {what}, found {}", self.peek().describe()), "a script line is `+rel(args).`, `-rel(args).` or `commit.`")
+            self.err(
+                format!("expected {what}, found {}", self.peek().describe()),
+                "a script line is `+rel(args).`, `-rel(args).` or `commit.`",
+            )
         }
     }
 
@@ -92,7 +100,10 @@ impl ScriptParser<'_> {
             }
         }
         if !current.is_empty() {
-            return self.err(format!("{} change(s) after the last `commit.`", current.len()), "end each transaction with a line `commit.`");
+            return self.err(
+                format!("{} change(s) after the last `commit.`", current.len()),
+                "end each transaction with a line `commit.`",
+            );
         }
         Ok(txs)
     }
@@ -100,10 +111,18 @@ impl ScriptParser<'_> {
     fn fact(&mut self, diff: isize) -> Result<Change, IoError> {
         let name = match self.peek().clone() {
             Tok::Ident(n) => n,
-            other => return self.err(format!("expected a relation name, found {}", other.describe()), "write e.g. `+edge(1, 2).`"),
+            other => {
+                return self.err(
+                    format!("expected a relation name, found {}", other.describe()),
+                    "write e.g. `+edge(1, 2).`",
+                )
+            }
         };
         let Some(rel) = self.plan.relation_id(&name) else {
-            return self.err(format!("unknown relation `{name}`"), "the relation must be declared in the program");
+            return self.err(
+                format!("unknown relation `{name}`"),
+                "the relation must be declared in the program",
+            );
         };
         self.bump();
         self.expect(Tok::LParen, "`(`")?;
@@ -115,7 +134,10 @@ impl ScriptParser<'_> {
             }
             let col = row.len();
             let Some(column) = relation.columns.get(col) else {
-                return self.err(format!("`{name}` has {} attributes, found more", relation.arity()), "remove the extra arguments");
+                return self.err(
+                    format!("`{name}` has {} attributes, found more", relation.arity()),
+                    "remove the extra arguments",
+                );
             };
             let neg = if *self.peek() == Tok::Minus {
                 self.bump();
@@ -127,11 +149,21 @@ impl ScriptParser<'_> {
                 Tok::Str(s) | Tok::Ident(s) => s,
                 Tok::Int(s) | Tok::Unsigned(s) | Tok::Float(s) => format!("{neg}{s}"),
                 Tok::Ipv4(s) | Tok::Ipv6(s) | Tok::Prefix4(s) | Tok::Prefix6(s) | Tok::Mac(s) => s,
-                other => return self.err(format!("expected a value, found {}", other.describe()), "symbols are quoted (\"h1\"); numbers and addresses are bare"),
+                other => {
+                    return self.err(
+                        format!("expected a value, found {}", other.describe()),
+                        "symbols are quoted (\"h1\"); numbers and addresses are bare",
+                    )
+                }
             };
             let value = match parse_column(&text, column) {
                 Ok(v) => v,
-                Err(e) => return self.err(format!("attribute `{}` of `{name}`: {e}", column.name), &format!("`{}` is declared as `{}`", column.name, column.type_name)),
+                Err(e) => {
+                    return self.err(
+                        format!("attribute `{}` of `{name}`: {e}", column.name),
+                        &format!("`{}` is declared as `{}`", column.name, column.type_name),
+                    )
+                }
             };
             self.bump();
             row.push(value);
@@ -142,7 +174,14 @@ impl ScriptParser<'_> {
             break;
         }
         if row.len() != relation.arity() {
-            return self.err(format!("`{name}` has {} attributes, found {}", relation.arity(), row.len()), "give one value per attribute");
+            return self.err(
+                format!(
+                    "`{name}` has {} attributes, found {}",
+                    relation.arity(),
+                    row.len()
+                ),
+                "give one value per attribute",
+            );
         }
         self.expect(Tok::RParen, "`,` or `)`")?;
         self.expect(Tok::Dot, "`.` at the end of the change")?;
@@ -176,5 +215,10 @@ pub fn format_value(v: &Value) -> String {
 /// `+R(1, "a")` / `-R(1, "a")`.
 pub fn format_change(name: &str, row: &[Value], diff: isize) -> String {
     let args: Vec<String> = row.iter().map(format_value).collect();
-    format!("{}{}({})", if diff > 0 { '+' } else { '-' }, name, args.join(", "))
+    format!(
+        "{}{}({})",
+        if diff > 0 { '+' } else { '-' },
+        name,
+        args.join(", ")
+    )
 }
