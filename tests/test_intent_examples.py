@@ -597,3 +597,32 @@ def test_ovs_flows_parse(netc_bin, name, tmp_path):
     # one OpenFlow key (table, priority, match) per bridge
     keys = Counter((h, t, p, m) for h, t, p, m, _a, _c in rels["ovs_flow"])
     assert max(keys.values()) == 1
+
+
+# ---------------------------------------------------------------- ACL port ranges -> masked matches
+def test_acl_port_ranges(netc_bin, tmp_path):
+    ranges = [(80, 80), (1000, 2000), (1, 65534), (0, 1023), (3, 12), (1024, 65535), (0, 65535), (32768, 32769)]
+    lines = ['switch("tor1", "tor", 10.255.0.1, 16384, 4096, 512).', 'host("h1", 192.168.0.11, "tor1", 1).']
+    lines += ['tenant("t", 7).', 'vnet("t", "n", 10.0.0.0/16).', 'vm("t", "a", 02:00:00:00:00:01, 10.0.0.1, "h1").']
+    lines += ['vm_port("h1", "t", "a", 10).']
+    for i, (lo, hi) in enumerate(ranges):
+        lines.append(f'acl("t", "r{i}", {100 + i}, 10.0.0.0/16, 10.0.{i}.0/24, 6, {lo}, {hi}, "allow").')
+    p = tmp_path / "acl.ndl"
+    p.write_text("\n".join(lines) + "\n")
+    rels = run_netc(netc_bin, p)
+    assert errors(rels) == {}
+    for i, (lo, hi) in enumerate(ranges):
+        rows = [r for r in rels["ovs_flow"] if r[1] == "20" and r[2] == str(1100 + i)]
+        covered = set()
+        for r in rows:
+            m = re.search(r"tp_dst=(\d+)(?:/(\d+))?", r[3])
+            if m is None:
+                block = range(0, 65536)
+            else:
+                v, mask = int(m.group(1)), int(m.group(2) or 65535)
+                size = 65536 - mask
+                assert size & (size - 1) == 0 and v % size == 0  # an aligned prefix block
+                block = range(v, v + size)
+            assert not covered & set(block), "blocks overlap"
+            covered |= set(block)
+        assert covered == set(range(lo, hi + 1)), (lo, hi)
