@@ -626,3 +626,44 @@ def test_acl_port_ranges(netc_bin, tmp_path):
             assert not covered & set(block), "blocks overlap"
             covered |= set(block)
         assert covered == set(range(lo, hi + 1)), (lo, hi)
+
+
+# ---------------------------------------------------------------- incremental: a health report moves one slot
+def test_ananta_health_update(netc_bin, tmp_path):
+    script = tmp_path / "tx.txt"
+    script.write_text(
+        '-dip_health("contoso", "web2", 6, 8080, "down").\ncommit.\n'
+        '+dip_health("contoso", "web1", 6, 8080, "down").\ncommit.\n'
+    )
+    r = subprocess.run(
+        [
+            netc_bin,
+            "run",
+            "-D",
+            str(tmp_path),
+            "--updates",
+            str(script),
+            *RULES,
+            str(EXAMPLES / "ananta" / "intent.ndl"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    commits, cur = [], []
+    for line in r.stdout.splitlines():
+        if line.startswith("commit "):
+            commits.append(cur)
+            cur = []
+        elif line.startswith(("+lb_member(", "-lb_member(")):
+            cur.append(line)
+    assert commits[0] == [
+        "+lb_member(131.107.0.10, 6, 80, 1, 6001, 10.10.1.12)",
+        "-lb_member(131.107.0.10, 6, 80, 1, 6001, 10.10.1.13)",
+    ]
+    # web1 down: its slot 0 goes to live slot 0 % 4 = 0, i.e. slot 1 (web2); nothing else moves
+    assert commits[1] == [
+        "+lb_member(131.107.0.10, 6, 80, 0, 6001, 10.10.1.12)",
+        "-lb_member(131.107.0.10, 6, 80, 0, 6001, 10.10.1.11)",
+    ]
