@@ -32,8 +32,8 @@ from hypothesis import HealthCheck, given, settings
 from oracle import check, gen
 from oracle.model import Atom, Const, Op, Program, Relation, Rule, Var
 
-EXAMPLES = int(os.environ.get("NETC_ORACLE_EXAMPLES", 200))
-LONG_EXAMPLES = int(os.environ.get("NETC_ORACLE_LONG_EXAMPLES", 25))
+EXAMPLES = int(os.environ.get("NETC_ORACLE_EXAMPLES", "200"))
+LONG_EXAMPLES = int(os.environ.get("NETC_ORACLE_LONG_EXAMPLES", "25"))
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 pytestmark = pytest.mark.netc

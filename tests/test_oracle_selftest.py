@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from oracle import check, clingo_ref, gen, naive_ref, netc_cli
 from oracle.model import Op, apply_tx, expand_rules, parse_facts_inline, parse_program, parse_script, render_script
 
-SELFTEST_EXAMPLES = int(os.environ.get("NETC_ORACLE_SELFTEST_EXAMPLES", 150))
+SELFTEST_EXAMPLES = int(os.environ.get("NETC_ORACLE_SELFTEST_EXAMPLES", "150"))
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 

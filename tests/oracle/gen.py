@@ -48,7 +48,9 @@ from .model import (
     apply_tx,
 )
 
-DOMAIN_MAX = 7  # values 0..7
+# values 0..DOMAIN_MAX; facts per input relation 0..MAX_FACTS (env knobs for stress runs)
+DOMAIN_MAX = int(os.environ.get("NETC_ORACLE_DOMAIN_MAX", "7"))
+MAX_FACTS = int(os.environ.get("NETC_ORACLE_MAX_FACTS", "14"))
 FEATURES = (
     "agg",
     "multi_atom_agg",
@@ -446,7 +448,7 @@ def facts_for(draw, prog: Program, feats: frozenset[str] | None = None) -> dict[
     feats = enabled_features() if feats is None else feats
     out: dict[str, list[Tuple]] = {}
     for r in prog.inputs:
-        n = draw(st.sampled_from(range(15)))  # uniform size: st.lists and st.integers favour tiny
+        n = draw(st.sampled_from(range(MAX_FACTS + 1)))  # uniform size: st.lists and st.integers favour tiny
         lines = draw(st.lists(st.tuples(*[st.integers(0, DOMAIN_MAX)] * r.arity), min_size=n, max_size=n))
         if lines and "dup_fact_lines" in feats and _chance(draw, 10):
             lines.append(draw(st.sampled_from(lines)))
