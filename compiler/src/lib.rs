@@ -67,7 +67,13 @@ fn finish(sources: SourceMap, mut diagnostics: Diagnostics, program: ast::Progra
     let parse_ok = !diagnostics.has_errors();
     let checked = check::check(&program, &mut diagnostics);
     let plan = match checked {
-        Some(c) if parse_ok => Some(lower::lower(&c)),
+        Some(c) if parse_ok => match lower::try_lower(&c) {
+            Ok(plan) => Some(plan),
+            Err(e) => {
+                diagnostics.push(e.to_diagnostic());
+                None
+            }
+        },
         _ => None,
     };
     Compilation {

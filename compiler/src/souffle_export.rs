@@ -628,7 +628,7 @@ fn mask4_expr(len: &str) -> String {
 fn prefix_contains(p: &str, x: &str, x_is_prefix: bool) -> (String, String) {
     let mask = mask4_expr(&format!("(({p}) band 255)"));
     if x_is_prefix {
-        (format!("max(((((({x}) bshr 8) band {mask}) bxor (({p}) bshr 8)), ((({p}) band 255) - min(({p}) band 255, ({x}) band 255)))"), "0".into())
+        (format!("max((((({x}) bshr 8) band {mask}) bxor (({p}) bshr 8)), ((({p}) band 255) - min(({p}) band 255, ({x}) band 255)))"), "0".into())
     } else {
         (format!("(({x}) band {mask})"), format!("(({p}) bshr 8)"))
     }

@@ -192,3 +192,44 @@ fn syntax_error_fixtures_render_as_expected() {
     }
     assert!(n >= 6, "expected the syntax error fixtures, found {n}");
 }
+
+#[test]
+fn deep_nesting_is_an_error_not_a_stack_overflow() {
+    // Runs in a small thread stack on purpose: the limit must hold in debug builds too.
+    let handle = std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(|| {
+            for depth in [10usize, 63, 65, 1_000, 100_000] {
+                let text = format!(
+                    "r(x) :- s(x), x < {}1{}.\nq(x) :- {}s(x){}.\nn(x) :- s(x), {}x = 1.\n",
+                    "(".repeat(depth),
+                    ")".repeat(depth),
+                    "(".repeat(depth),
+                    ")".repeat(depth),
+                    "-".repeat(depth)
+                );
+                let (_, diags, sources) = parse(&text);
+                let rendered = diags.render_all(&sources);
+                if depth < 60 {
+                    assert!(!diags.has_errors(), "depth {depth}: {rendered}");
+                } else {
+                    assert!(
+                        rendered.contains("nested more than 64 levels"),
+                        "depth {depth}: {rendered}"
+                    );
+                }
+            }
+        })
+        .unwrap();
+    handle.join().expect("the parser overflowed its stack");
+}
+
+#[test]
+fn negated_groups_parse() {
+    let (p, diags, sources) = parse("r(x) :- s(x), !(x < 2 ; x > 5).\n");
+    assert!(!diags.has_errors(), "{}", diags.render_all(&sources));
+    let Item::Rule(r) = &p.items[0] else { panic!() };
+    assert!(
+        matches!(&r.body[0][1], Literal::NegatedConstraint(inner, _) if matches!(**inner, Literal::Group(..)))
+    );
+}

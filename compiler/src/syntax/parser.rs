@@ -34,7 +34,13 @@ type PResult<T> = Result<T, ParseError>;
 pub struct Parser<'t> {
     toks: &'t [Token],
     pos: usize,
+    /// Current nesting of expressions, groups and negations (bounded, so a
+    /// pathological input is an error instead of a stack overflow).
+    depth: usize,
 }
+
+/// How deep expressions, parenthesised groups and negations may nest.
+pub const MAX_NESTING: usize = 64;
 
 const AGGREGATES: &[(&str, AggFunc)] = &[
     ("count", AggFunc::Count),
@@ -48,7 +54,11 @@ const CONSTRAINT_FUNCTORS: &[&str] = &["contains", "match"];
 
 impl<'t> Parser<'t> {
     pub fn new(toks: &'t [Token]) -> Parser<'t> {
-        Parser { toks, pos: 0 }
+        Parser {
+            toks,
+            pos: 0,
+            depth: 0,
+        }
     }
 
     /// Parses every item, reporting errors and recovering.
@@ -56,6 +66,7 @@ impl<'t> Parser<'t> {
         let mut out = Vec::new();
         while !self.at(&Tok::Eof) {
             let start = self.pos;
+            self.depth = 0;
             let is_directive = matches!(self.peek(), Tok::Directive(_));
             match self.item() {
                 Ok(p) => out.push(p),
@@ -70,6 +81,23 @@ impl<'t> Parser<'t> {
             }
         }
         out
+    }
+
+    // ----- nesting -----
+
+    /// Runs `f` one nesting level deeper, failing past [`MAX_NESTING`].
+    fn nested<T>(&mut self, f: impl FnOnce(&mut Self) -> PResult<T>) -> PResult<T> {
+        if self.depth >= MAX_NESTING {
+            return Err(ParseError {
+                span: self.span(),
+                message: format!("expressions nested more than {MAX_NESTING} levels deep"),
+                hint: Some("split the expression using intermediate variables (`t = ...`)".into()),
+            });
+        }
+        self.depth += 1;
+        let r = f(self);
+        self.depth -= 1;
+        r
     }
 
     // ----- token helpers -----
@@ -431,6 +459,10 @@ impl<'t> Parser<'t> {
     }
 
     fn disjunction(&mut self) -> PResult<Vec<Vec<Literal>>> {
+        self.nested(Self::disjunction_inner)
+    }
+
+    fn disjunction_inner(&mut self) -> PResult<Vec<Vec<Literal>>> {
         let mut disj = vec![self.conjunction()?];
         while self.eat(&Tok::Semi) {
             disj.push(self.conjunction()?);
@@ -451,11 +483,11 @@ impl<'t> Parser<'t> {
         match self.peek().clone() {
             Tok::Bang => {
                 self.bump();
-                let inner = self.literal()?;
+                let inner = self.nested(Self::literal)?;
                 let span = start.to(self.prev_span());
                 match inner {
                     Literal::Atom(a) => Ok(Literal::Negated(a, span)),
-                    Literal::Negated(..) | Literal::Group(..) => Err(ParseError {
+                    Literal::Negated(..) => Err(ParseError {
                         span,
                         message: "`!` applies to one atom or constraint".into(),
                         hint: Some("negate each atom separately, e.g. `!a(x), !b(x)`".into()),
@@ -528,27 +560,20 @@ impl<'t> Parser<'t> {
     // ----- expressions, by precedence (lowest first) -----
 
     pub fn expr(&mut self) -> PResult<Expr> {
-        self.binary(0)
+        self.nested(|p| p.binary(0))
     }
 
-    fn binary(&mut self, level: usize) -> PResult<Expr> {
-        const LEVELS: &[&[BinOp]] = &[
-            &[BinOp::LOr],
-            &[BinOp::LAnd],
-            &[BinOp::BOr],
-            &[BinOp::BXor],
-            &[BinOp::BAnd],
-            &[BinOp::Shl, BinOp::Shr],
-            &[BinOp::Add, BinOp::Sub],
-            &[BinOp::Mul, BinOp::Div, BinOp::Mod],
-        ];
-        if level == LEVELS.len() {
-            return self.power();
-        }
-        let mut lhs = self.binary(level + 1)?;
-        while let Some(op) = self.bin_op().filter(|op| LEVELS[level].contains(op)) {
+    /// Precedence climbing: parses operators of level ≥ `min_level`
+    /// (levels in [`bin_level`], loosest first), left-associative.
+    fn binary(&mut self, min_level: usize) -> PResult<Expr> {
+        let mut lhs = self.power()?;
+        while let Some(op) = self.bin_op() {
+            let level = bin_level(op);
+            if level < min_level {
+                break;
+            }
             self.bump();
-            let rhs = self.binary(level + 1)?;
+            let rhs = self.nested(|p| p.binary(level + 1))?;
             let span = lhs.span().to(rhs.span());
             lhs = Expr::Binary(op, Box::new(lhs), Box::new(rhs), span);
         }
@@ -558,7 +583,7 @@ impl<'t> Parser<'t> {
     fn power(&mut self) -> PResult<Expr> {
         let base = self.unary()?;
         if self.eat(&Tok::Caret) {
-            let exp = self.power()?;
+            let exp = self.nested(Self::power)?;
             let span = base.span().to(exp.span());
             return Ok(Expr::Binary(
                 BinOp::Pow,
@@ -594,7 +619,7 @@ impl<'t> Parser<'t> {
     fn unary(&mut self) -> PResult<Expr> {
         let start = self.span();
         if self.eat(&Tok::Minus) {
-            let e = self.unary()?;
+            let e = self.nested(Self::unary)?;
             let span = start.to(e.span());
             // Fold `-3` into the literal so `-9223372036854775808` is representable.
             if let Expr::Lit(Lit::Int(t), _) = &e {
@@ -614,7 +639,7 @@ impl<'t> Parser<'t> {
             if let Some(op) = op {
                 if !matches!(self.peek_at(1), Tok::Comma | Tok::RParen) {
                     self.bump();
-                    let e = self.unary()?;
+                    let e = self.nested(Self::unary)?;
                     let span = start.to(e.span());
                     return Ok(Expr::Unary(op, Box::new(e), span));
                 }
@@ -766,6 +791,21 @@ impl<'t> Parser<'t> {
             body,
             span: start.to(self.prev_span()),
         }))
+    }
+}
+
+/// Binding strength of a binary operator, loosest (0) first; `^` is handled
+/// separately (right-associative, tighter than all of these).
+fn bin_level(op: BinOp) -> usize {
+    match op {
+        BinOp::LOr => 0,
+        BinOp::LAnd => 1,
+        BinOp::BOr => 2,
+        BinOp::BXor => 3,
+        BinOp::BAnd => 4,
+        BinOp::Shl | BinOp::Shr => 5,
+        BinOp::Add | BinOp::Sub => 6,
+        BinOp::Mul | BinOp::Div | BinOp::Mod | BinOp::Pow => 7,
     }
 }
 
