@@ -52,10 +52,9 @@ def target_dir() -> Path:
     return Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
 
 
-def build() -> Path:
-    log("cargo build --release -p netc-bench")
-    subprocess.run(["cargo", "build", "--release", "-p", "netc-bench"], cwd=ROOT, check=True)
-    return target_dir() / "release" / "netc-bench"
+def build() -> None:
+    log("cargo build --release -p netc-bench -p netc-runtime")
+    subprocess.run(["cargo", "build", "--release", "-p", "netc-bench", "-p", "netc-runtime"], cwd=ROOT, check=True)
 
 
 def run_measured(cmd: list[str]) -> tuple[int, str, float, float]:
@@ -108,6 +107,19 @@ def bench_workload(binary: Path, workload: str, size: dict, args: argparse.Names
         return res
     res["netc"] = last_json(out) | {"process_wall_s": wall, "process_peak_rss_mib": rss}
 
+    if args.cli:
+        log(f"{workload}: netc run (CLI, end to end)")
+        cli_out = data / f"{workload}.cli"
+        cmd = [str(target_dir() / "release" / "netc"), "run", "-F", str(facts), "-D", str(cli_out)]
+        rc, _, wall, rss = run_measured([*cmd, str(BENCH / "programs" / f"{workload}.dl")])
+        res["netc_cli"] = {"exit": rc, "process_wall_s": wall, "process_peak_rss_mib": rss}
+        if rc != 0:
+            res["error"] = f"netc run exited {rc}"
+            return res
+        res["netc_cli"]["same_as_engine_api"] = read_rows(cli_out / f"{OUTPUT_PRED[workload]}.csv") == read_rows(
+            netc_dump
+        )
+
     if args.no_clingo:
         return res
     log(f"{workload}: clingo")
@@ -138,6 +150,8 @@ def verdicts(r: dict) -> dict:
     if n and c:
         out["ratio_netc_over_clingo"] = n["from_scratch_s"] / c["total_s"]
         out["ratio_target_met"] = out["ratio_netc_over_clingo"] <= TARGET_RATIO
+        # clingo has no incremental mode: a change costs it a full re-run.
+        out["change_p50_vs_clingo_rerun"] = c["total_s"] / (n["latency"]["p50_us"] / 1e6)
     return out
 
 
@@ -234,6 +248,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--skip-build", action="store_true", help="use the existing release binary")
     ap.add_argument("--no-clingo", action="store_true", help="netc only (no ratio, no answer check)")
+    ap.add_argument("--cli", action="store_true", help="also time `netc run -F -D` end to end (process wall time)")
     ap.add_argument("--data", type=Path, default=None, help="where to write generated facts (default: a temp dir)")
     ap.add_argument(
         "--out", type=Path, default=None, help="results JSON path (default bench/results/<date>-<commit>.json)"
@@ -247,7 +262,9 @@ def main() -> int:
         if w not in WORKLOADS:
             ap.error(f"unknown workload {w!r}")
 
-    binary = target_dir() / "release" / "netc-bench" if args.skip_build else build()
+    if not args.skip_build:
+        build()
+    binary = target_dir() / "release" / "netc-bench"
     tmp = None
     if args.data is None:
         tmp = tempfile.mkdtemp(prefix="netc-bench-")
@@ -289,7 +306,11 @@ def main() -> int:
         out.write_text(json.dumps(report, indent=2) + "\n")
         log(f"wrote {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}")
 
-    failed = [r["workload"] for r in results if "error" in r or r.get("answers_equal") is False]
+    failed = [
+        r["workload"]
+        for r in results
+        if "error" in r or r.get("answers_equal") is False or r.get("netc_cli", {}).get("same_as_engine_api") is False
+    ]
     if failed:
         log(f"FAILED (crash or different answers): {', '.join(failed)}")
         return 1
