@@ -346,7 +346,8 @@ def test_read_outputs(tmp_path: Path):
     (tmp_path / "a.csv").write_text("1\t2\n10\t0\n")
     (tmp_path / "b.csv").write_text("10\n9\n")
     (tmp_path / "c.csv").write_text("")
-    got, problems = netc_cli.read_outputs(tmp_path, {"a": 2, "b": 1, "c": 1, "d": 1})
+    n = "number"
+    got, problems = netc_cli.read_outputs(tmp_path, {"a": (n, n), "b": (n,), "c": (n,), "d": (n,)})
     assert got["a"] == {(1, 2), (10, 0)}
     assert got["c"] == frozenset()
     assert "b.csv: rows not sorted" in problems
@@ -378,6 +379,7 @@ def test_generated_examples_are_well_formed_and_references_agree(ex):
     naive_ref.strata(prog)  # raises if not stratified
     for rule in expand_rules(prog.rules):
         naive_ref.check_safe(rule)
+    naive_ref.check_types(prog)
     text = prog.souffle()
     assert parse_program(text).souffle() == text
     assert parse_script(render_script(ex.transactions)) == ex.transactions
@@ -388,8 +390,11 @@ def test_generated_examples_are_well_formed_and_references_agree(ex):
         b = naive_ref.evaluate(prog, db)
         assert a == {k: b[k] for k in a}, f"references disagree on\n{text}\n{check.db_repr(db)}"
         for rel, tuples in a.items():
+            types = prog.rel(rel).col_types
             for t in tuples:
-                assert all(isinstance(v, int) and v >= 0 for v in t), (rel, t)
+                for v, ty in zip(t, types, strict=True):
+                    ok = v in gen.SYMBOLS if ty == "symbol" else isinstance(v, int) and v >= 0
+                    assert ok, (rel, t, types)
 
 
 # --------------------------------------------------------------------------
@@ -515,3 +520,36 @@ def test_aggregate_extras_and_atomless_rules():
     assert out["g"] == set()
     # two: x=1: count e(1,_)=2, max y+1 over e(y,1): y in {3,5} -> 6;  x=3: count 1, e(y,3): y in {1,2} -> 3
     assert out["two"] == T((1, 2, 6), (3, 1, 3))
+
+
+def test_symbols_ordered_by_text():
+    out = both(
+        """
+        .decl p(n: symbol, k: number)
+        .input p
+        .decl lt(a: symbol, b: symbol)
+        .decl cnt(n: symbol, c: number)
+        .decl tag(n: symbol, t: symbol)
+        .output lt, cnt, tag
+        lt(x, y) :- p(x, _), p(y, _), x < y.
+        cnt(x, c) :- p(x, _), c = count : { p(x, _) }.
+        tag(x, "small") :- p(x, k), k < 3.
+        """,
+        'p("B", 1). p("a", 2). p("a b", 3). p("10", 4). p("a", 5).',
+    )
+    order = ["10", "B", "a", "a b"]
+    assert out["lt"] == {(order[i], order[j]) for i in range(4) for j in range(i + 1, 4)}
+    assert out["cnt"] == T(("B", 1), ("a", 2), ("a b", 1), ("10", 1))
+    assert out["tag"] == T(("B", "small"), ("a", "small"))
+
+
+def test_type_checker_rejects_mixed_types():
+    prog = parse_program(
+        """
+        .decl e(a: number, b: symbol)
+        .decl r(a: number)
+        r(x) :- e(x, y), x < y.
+        """
+    )
+    with pytest.raises(naive_ref.IllTyped):
+        naive_ref.check_types(prog)

@@ -54,7 +54,7 @@ def _key(t):
 
 def run_netc(netc: str, ex: Example, d: Path, expected: list[Outputs]) -> list[str]:
     """Returns a list of human-readable problems (empty = netc agrees)."""
-    arities = {r.name: r.arity for r in ex.program.outputs}
+    schemas = {r.name: r.col_types for r in ex.program.outputs}
     problems: list[str] = []
     per_worker: dict[object, tuple[str, Outputs]] = {}
     for w in ex.workers:
@@ -64,7 +64,7 @@ def run_netc(netc: str, ex: Example, d: Path, expected: list[Outputs]) -> list[s
         if r0.returncode != 0 or r0.timed_out:
             problems.append(f"[{tag}] batch run failed:\n{r0.describe()}")
             continue
-        init, fmt = netc_cli.read_outputs(d / f"out-init-{tag}", arities)
+        init, fmt = netc_cli.read_outputs(d / f"out-init-{tag}", schemas)
         problems += [f"[{tag}] batch run output format: {p}" for p in fmt]
         dl = diff(init, expected[0])
         if dl:
@@ -93,7 +93,7 @@ def run_netc(netc: str, ex: Example, d: Path, expected: list[Outputs]) -> list[s
             seen = set()
             for sign, rel, row in c.changes:
                 where = f"[{tag}] commit {c.number}: {sign}{fmt_tuple(rel, row)}"
-                if rel not in arities:
+                if rel not in schemas:
                     problems.append(f"{where}: change for a relation that is not an output")
                     bad = True
                     continue
@@ -124,7 +124,7 @@ def run_netc(netc: str, ex: Example, d: Path, expected: list[Outputs]) -> list[s
                 break
         if bad:
             continue
-        final, fmt = netc_cli.read_outputs(d / f"out-{tag}", arities)
+        final, fmt = netc_cli.read_outputs(d / f"out-{tag}", schemas)
         problems += [f"[{tag}] --updates run output format: {p}" for p in fmt]
         dl = diff(final, expected[-1])
         if dl:

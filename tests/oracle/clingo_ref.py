@@ -58,12 +58,18 @@ def _term(t: Term) -> str:
     if isinstance(t, Var):
         return f"V_{t.name}"
     if isinstance(t, Const):
-        return str(t.value) if t.value >= 0 else f"({t.value})"
+        return _value(t.value)
     if isinstance(t, Wild):
         return "_"
     if isinstance(t, BinOp):
         return f"({_term(t.left)}{t.op}{_term(t.right)})"
     raise TypeError(t)
+
+
+def _value(v: int | str) -> str:
+    if isinstance(v, str):  # symbol -> clingo string (ordered by text, like netc)
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+    return str(v) if v >= 0 else f"({v})"
 
 
 def _atom(a: Atom, wild_as: _Ctx | None = None, names: list[str] | None = None) -> str:
@@ -144,7 +150,7 @@ def program_to_asp(prog: Program, edb: Database) -> str:
     lines = [f"% {rule}\n{rule_to_asp(rule)}" for rule in expand_rules(prog.rules)]
     for name in sorted(edb):
         for tup in sorted(edb[name]):
-            lines.append(f"{pred(name)}({','.join(map(str, tup))}).")
+            lines.append(f"{pred(name)}({','.join(map(_value, tup))}).")
     for r in prog.relations:
         lines.append(f"#show {pred(r.name)}/{r.arity}.")
     # declare every predicate so an empty relation doesn't trigger "undefined" info
@@ -177,10 +183,13 @@ def solve(prog: Program, edb: Database, relations: list[str] | None = None) -> D
         name = back.get(sym.name)
         if name is None:
             continue
-        tup = []
+        tup: list[int | str] = []
         for a in sym.arguments:
-            if a.type != clingo.SymbolType.Number:
-                raise ClingoError(f"non-integer value {a} in {sym}\n{text}")
-            tup.append(a.number)
+            if a.type == clingo.SymbolType.Number:
+                tup.append(a.number)
+            elif a.type == clingo.SymbolType.String:
+                tup.append(a.string)
+            else:
+                raise ClingoError(f"unexpected value {a} in {sym}\n{text}")
         out[name].add(tuple(tup))
     return {k: frozenset(v) for k, v in out.items()}

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from . import naive_ref
-from .model import apply_tx, fmt_tuple, parse_program, parse_script
+from .model import apply_tx, fmt_tuple, parse_facts_line, parse_program, parse_script, render_facts_file
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     for rel in prog.inputs:
         f = Path(args.F) / f"{rel.name}.facts"
         lines = f.read_text().splitlines() if f.exists() else []
-        db[rel.name] = frozenset(tuple(int(x) for x in ln.split("\t")) for ln in lines if ln)
+        db[rel.name] = frozenset(parse_facts_line(ln, rel.col_types) for ln in lines if ln)
     outs = [o.name for o in prog.outputs]
 
     def outputs(edb):
@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     for rel in outs:
         rows = sorted(cur[rel], reverse=(bug == "unsorted"))
-        (out_dir / f"{rel}.csv").write_text("".join("\t".join(map(str, t)) + "\n" for t in rows))
+        (out_dir / f"{rel}.csv").write_text(render_facts_file(rows))
     return 0
 
 

@@ -16,7 +16,8 @@ NETC_ORACLE_DISABLE, e.g. `NETC_ORACLE_DISABLE=agg,negation`.  Names:
   agg, multi_atom_agg, agg_filter, negation, neg_wildcard, arith, cmp,
   recursion, templates, idb_facts, dup_fact_lines, edb_output, dup_inserts,
   absent_deletes, wildcards, constants, bind_eq, agg_nobrace, disjunction,
-  multi_head, agg_negation, agg_expr, multi_agg, agg_only, neg_only, empty_tx
+  multi_head, agg_negation, agg_expr, multi_agg, agg_only, neg_only, empty_tx,
+  symbols
 """
 
 from __future__ import annotations
@@ -78,6 +79,7 @@ FEATURES = (
     "agg_only",
     "neg_only",
     "empty_tx",
+    "symbols",
 )
 
 
@@ -113,6 +115,9 @@ def _chance(draw, pct: int) -> bool:
     return draw(st.integers(0, 99)) >= 100 - pct
 
 
+SYMBOLS = ("a", "b", "ab", "B", "a b", "z9", "10")  # ordered by text: "10" < "B" < "a" < "a b" < ...
+
+
 @dataclass
 class _RuleBuilder:
     draw: object
@@ -120,33 +125,42 @@ class _RuleBuilder:
     n: int = 0
     bound: list[Var] = field(default_factory=list)
     agg_results: list[Var] = field(default_factory=list)
+    types: dict[Var, str] = field(default_factory=dict)
 
-    def fresh(self, prefix: str = "x") -> Var:
+    def fresh(self, prefix: str = "x", ty: str = "number") -> Var:
         v = Var(f"{prefix}{self.n}")
         self.n += 1
+        self.types[v] = ty
         return v
 
+    def of(self, ty: str, pool: list[Var] | None = None) -> list[Var]:
+        return [v for v in (self.bound if pool is None else pool) if self.types[v] == ty]
 
-def _value(draw) -> int:
+
+def _value(draw, ty: str = "number") -> int | str:
+    if ty == "symbol":
+        return draw(st.sampled_from(SYMBOLS))
     return draw(st.integers(0, DOMAIN_MAX))
 
 
 def _gen_positive_atom(draw, b: _RuleBuilder, rel: Relation, must_share: bool) -> Atom:
     args: list[Term] = []
-    for _ in range(rel.arity):
+    for ty in rel.col_types:
         k = draw(st.integers(0, 9))
-        if k <= 3 and b.bound:
-            args.append(draw(st.sampled_from(b.bound)))
+        same = b.of(ty)
+        if k <= 3 and same:
+            args.append(draw(st.sampled_from(same)))
         elif k == 8 and "constants" in b.feats:
-            args.append(Const(_value(draw)))
+            args.append(Const(_value(draw, ty)))
         elif k == 9 and "wildcards" in b.feats:
             args.append(Wild())
         else:
-            v = b.fresh()
-            args.append(v)
+            args.append(b.fresh("x", ty))
     if must_share and b.bound and not any(a in b.bound for a in args):
-        pos = draw(st.integers(0, rel.arity - 1))
-        args[pos] = draw(st.sampled_from(b.bound))
+        positions = [i for i, ty in enumerate(rel.col_types) if b.of(ty)]
+        if positions:
+            pos = draw(st.sampled_from(positions))
+            args[pos] = draw(st.sampled_from(b.of(rel.col_types[pos])))
     for a in args:
         if isinstance(a, Var) and a not in b.bound:
             b.bound.append(a)
@@ -156,25 +170,28 @@ def _gen_positive_atom(draw, b: _RuleBuilder, rel: Relation, must_share: bool) -
 def _gen_cmp(draw, b: _RuleBuilder, vars_: list[Var]) -> Cmp:
     op = draw(st.sampled_from(["<", "!=", "<=", ">", ">=", "="]))
     left = draw(st.sampled_from(vars_))
+    ty = b.types[left]
+    others = [v for v in b.of(ty, vars_) if v != left]
     k = draw(st.integers(0, 3))
     right: Term
-    if k == 0 or len(vars_) < 2:
-        right = Const(_value(draw))
-    elif k == 3 and "arith" in b.feats:
-        right = BinOp("+", draw(st.sampled_from(vars_)), Const(draw(st.integers(1, 2))))
+    if k == 0 or not others:
+        right = Const(_value(draw, ty))
+    elif k == 3 and "arith" in b.feats and ty == "number":
+        right = BinOp("+", draw(st.sampled_from(b.of(ty, vars_))), Const(draw(st.integers(1, 2))))
     else:
-        right = draw(st.sampled_from([v for v in vars_ if v != left]))
+        right = draw(st.sampled_from(others))
     return Cmp(op, left, right)
 
 
-def _gen_negation(draw, b: _RuleBuilder, rel: Relation) -> Neg:
+def _gen_negation(draw, b: _RuleBuilder, rel: Relation, pool: list[Var] | None = None) -> Neg:
     args: list[Term] = []
-    for _ in range(rel.arity):
+    for ty in rel.col_types:
         k = draw(st.integers(0, 9))
-        if k <= 5 and b.bound:
-            args.append(draw(st.sampled_from(b.bound)))
+        same = b.of(ty, pool)
+        if k <= 5 and same:
+            args.append(draw(st.sampled_from(same)))
         elif k <= 7 or "neg_wildcard" not in b.feats:
-            args.append(Const(_value(draw)))
+            args.append(Const(_value(draw, ty)))
         else:
             args.append(Wild())
     return Neg(Atom(rel.name, tuple(args)))
@@ -188,51 +205,46 @@ def _gen_aggregate(draw, b: _RuleBuilder, lower: list[Relation]) -> tuple[Agg, l
     for i in range(n_atoms):
         rel = draw(st.sampled_from(lower))
         args: list[Term] = []
-        for _ in range(rel.arity):
+        for ty in rel.col_types:
             k = draw(st.integers(0, 9))
-            if k <= 2 and outer:
-                args.append(draw(st.sampled_from(outer)))  # correlated
-            elif k <= 3 and local:
-                args.append(draw(st.sampled_from(local)))
+            if k <= 2 and b.of(ty, outer):
+                args.append(draw(st.sampled_from(b.of(ty, outer))))  # correlated
+            elif k <= 3 and b.of(ty, local):
+                args.append(draw(st.sampled_from(b.of(ty, local))))
             elif k == 8 and "constants" in b.feats:
-                args.append(Const(_value(draw)))
+                args.append(Const(_value(draw, ty)))
             elif k == 9:
                 args.append(Wild())
             else:
-                v = b.fresh("y")
+                v = b.fresh("y", ty)
                 local.append(v)
                 args.append(v)
         if i > 0:
             joinable = local + outer
             if joinable and not any(a in joinable for a in args):
-                args[draw(st.integers(0, rel.arity - 1))] = draw(st.sampled_from(joinable))
+                positions = [j for j, ty in enumerate(rel.col_types) if b.of(ty, joinable)]
+                if positions:
+                    pos = draw(st.sampled_from(positions))
+                    args[pos] = draw(st.sampled_from(b.of(rel.col_types[pos], joinable)))
         body.append(Atom(rel.name, tuple(args)))
     if local and "agg_filter" in b.feats and _chance(draw, 20):
-        body.append(Cmp(draw(st.sampled_from(["<", ">", "!="])), draw(st.sampled_from(local)), Const(_value(draw))))
+        v = draw(st.sampled_from(local))
+        body.append(Cmp(draw(st.sampled_from(["<", ">", "!="])), v, Const(_value(draw, b.types[v]))))
     if "agg_negation" in b.feats and _chance(draw, 15):
-        rel = draw(st.sampled_from(lower))
-        nargs: list[Term] = []
-        for _ in range(rel.arity):
-            k = draw(st.integers(0, 9))
-            if k <= 5 and (local or outer):
-                nargs.append(draw(st.sampled_from(local + outer)))
-            elif k <= 8:
-                nargs.append(Const(_value(draw)))
-            else:
-                nargs.append(Wild())
-        body.append(Neg(Atom(rel.name, tuple(nargs))))
+        body.append(_gen_negation(draw, b, draw(st.sampled_from(lower)), local + outer))
     func = draw(st.sampled_from(["count", "sum", "min", "max"]))
     target: Term | None = None
+    numeric = b.of("number", local)
     if func != "count":
-        if not local:
+        if not numeric:
             func = "count"
         else:
-            target = draw(st.sampled_from(local))
+            target = draw(st.sampled_from(numeric))
             if "agg_expr" in b.feats and _chance(draw, 15):
                 if draw(st.booleans()):
                     target = BinOp("+", target, Const(draw(st.integers(1, 3))))
                 else:
-                    target = BinOp("*", target, draw(st.sampled_from(local)))
+                    target = BinOp("*", target, draw(st.sampled_from(numeric)))
     res = b.fresh("c")
     b.agg_results.append(res)
     braces = not (len(body) == 1 and "agg_nobrace" in b.feats and _chance(draw, 15))
@@ -245,18 +257,24 @@ def _gen_aggregate(draw, b: _RuleBuilder, lower: list[Relation]) -> tuple[Agg, l
 
 
 def _gen_binding(draw, b: _RuleBuilder) -> list[Literal]:
-    """`v = w + c` (guarded), `v = c` or `v = w` binding a fresh variable v."""
-    v = b.fresh("b")
+    """`v = w + c` (guarded), `v = c` or `w = v` binding a fresh variable v."""
     kind = draw(st.integers(0, 2)) if b.bound else 1
+    if kind == 0 and not b.of("number"):
+        kind = 2
     out: list[Literal]
     if kind == 0:
-        w = draw(st.sampled_from(b.bound))
+        v = b.fresh("b")
+        w = draw(st.sampled_from(b.of("number")))
         c = draw(st.integers(1, 2))
         out = [Cmp("<", w, Const(DOMAIN_MAX + 1 - c)), Cmp("=", v, BinOp("+", w, Const(c)))]
     elif kind == 1:
-        out = [Cmp("=", v, Const(_value(draw)))]
+        ty = "symbol" if ("symbols" in b.feats and _chance(draw, 20)) else "number"
+        v = b.fresh("b", ty)
+        out = [Cmp("=", v, Const(_value(draw, ty)))]
     else:
-        out = [Cmp("=", draw(st.sampled_from(b.bound)), v)]
+        w = draw(st.sampled_from(b.bound))
+        v = b.fresh("b", b.types[w])
+        out = [Cmp("=", w, v)]
     b.bound.append(v)
     return out
 
@@ -264,12 +282,13 @@ def _gen_binding(draw, b: _RuleBuilder) -> list[Literal]:
 def _gen_head(draw, b: _RuleBuilder, head: Relation) -> tuple[Atom, list[Literal]]:
     args: list[Term] = []
     guards: list[Literal] = []
-    for _ in range(head.arity):
+    for ty in head.col_types:
         k = draw(st.integers(0, 19))
-        if b.bound and k < 15:
-            args.append(draw(st.sampled_from(b.bound)))
-        elif b.bound and k >= 17 and "arith" in b.feats:
-            v = draw(st.sampled_from(b.bound))
+        same = b.of(ty)
+        if same and k < 15:
+            args.append(draw(st.sampled_from(same)))
+        elif same and k >= 17 and "arith" in b.feats and ty == "number":
+            v = draw(st.sampled_from(same))
             kind = draw(st.integers(0, 3))
             if kind == 0:
                 args.append(BinOp("+", v, Const(1)))
@@ -281,11 +300,11 @@ def _gen_head(draw, b: _RuleBuilder, head: Relation) -> tuple[Atom, list[Literal
                 args.append(BinOp("*", v, Const(2)))
                 guards.append(Cmp("<", v, Const(4)))
             else:
-                w = draw(st.sampled_from(b.bound))
+                w = draw(st.sampled_from(same))
                 args.append(BinOp("+", v, w))
                 guards.append(Cmp("<", BinOp("+", v, w), Const(DOMAIN_MAX + 1)))
         else:
-            args.append(Const(_value(draw)))
+            args.append(Const(_value(draw, ty)))
     return Atom(head.name, tuple(args)), guards
 
 
@@ -326,9 +345,10 @@ def _gen_rule(
         atom = _gen_positive_atom(draw, b, rel, must_share=i > 0)
         if "disjunction" in feats and _chance(draw, 8):
             # `(r(x, y) ; s(y, x))`: both alternatives bind the same variables
-            same_arity = [r for r in pool if r.arity == rel.arity]
-            rel2 = draw(st.sampled_from(same_arity))
-            args2 = draw(st.permutations(atom.args))
+            same_types = [r for r in pool if r.col_types == rel.col_types]
+            rel2 = draw(st.sampled_from(same_types))
+            uniform = len(set(rel.col_types)) == 1
+            args2 = draw(st.permutations(atom.args)) if uniform else list(atom.args)
             body.append(Disj(((atom,), (Atom(rel2.name, tuple(args2)),))))
         else:
             body.append(atom)
@@ -397,6 +417,19 @@ def _any(draw) -> Term:
     return Wild() if draw(st.booleans()) else Var("x")
 
 
+NN = ("number", "number")
+
+
+def _with_types(draw, r: Relation, feats: frozenset[str]) -> Relation:
+    """Some relations get symbol columns (feature `symbols`)."""
+    if "symbols" not in feats or not _chance(draw, 25):
+        return r
+    types = tuple("symbol" if _chance(draw, 50) else "number" for _ in range(r.arity))
+    if "symbol" not in types:
+        return r
+    return Relation(r.name, r.arity, r.is_input, r.is_output, types)
+
+
 @st.composite
 def programs(draw, feats: frozenset[str] | None = None) -> Program:
     feats = enabled_features() if feats is None else feats
@@ -410,11 +443,13 @@ def programs(draw, feats: frozenset[str] | None = None) -> Program:
         )
         for i in range(n_edb)
     ]
+    edb = [_with_types(draw, r, feats) for r in edb]
     n_idb = draw(st.integers(2, 6))
     raw_levels = [draw(st.integers(1, n_idb)) for _ in range(n_idb)]
     dense = {lv: i + 1 for i, lv in enumerate(sorted(set(raw_levels)))}
     levels = sorted(dense[lv] for lv in raw_levels)
     idb = [Relation(f"r{i}", draw(st.sampled_from([2, 1, 2, 3])), is_output=True) for i in range(n_idb)]
+    idb = [_with_types(draw, r, feats) for r in idb]
     level_of = {r.name: 0 for r in edb} | {r.name: lv for r, lv in zip(idb, levels, strict=True)}
     all_rels = edb + idb
     rules: list[Rule] = []
@@ -422,10 +457,10 @@ def programs(draw, feats: frozenset[str] | None = None) -> Program:
         lv = level_of[h.name]
         lower = [r for r in all_rels if level_of[r.name] < lv]
         same = [r for r in idb if level_of[r.name] == lv] if "recursion" in feats else []
-        if "templates" in feats and "recursion" in feats and h.arity == 2 and _chance(draw, 30):
-            bin_lower = [r for r in lower if r.arity == 2]
+        if "templates" in feats and "recursion" in feats and h.col_types == NN and _chance(draw, 30):
+            bin_lower = [r for r in lower if r.col_types == NN]
             if bin_lower:
-                partners = [r for r in same if r.arity == 2 and r != h]
+                partners = [r for r in same if r.col_types == NN and r != h]
                 partner = draw(st.sampled_from(partners)) if partners else None
                 rules.extend(_template_rules(draw, h, draw(st.sampled_from(bin_lower)), partner))
                 continue
@@ -435,12 +470,16 @@ def programs(draw, feats: frozenset[str] | None = None) -> Program:
             higher = [r for r in idb if level_of[r.name] >= lv]
             rules.append(_gen_rule(draw, feats, h, same, lower, recursive, higher))
         if "idb_facts" in feats and _chance(draw, 10):
-            rules.append(Rule(Atom(h.name, tuple(Const(_value(draw)) for _ in range(h.arity)))))
+            rules.append(Rule(Atom(h.name, tuple(Const(_value(draw, ty)) for ty in h.col_types))))
     return Program(all_rels, rules)
 
 
-def _tuple(draw, arity: int) -> Tuple:
-    return tuple(_value(draw) for _ in range(arity))
+def _col(ty: str):
+    return st.sampled_from(SYMBOLS) if ty == "symbol" else st.integers(0, DOMAIN_MAX)
+
+
+def _tuple(draw, rel: Relation) -> Tuple:
+    return tuple(_value(draw, ty) for ty in rel.col_types)
 
 
 @st.composite
@@ -449,7 +488,7 @@ def facts_for(draw, prog: Program, feats: frozenset[str] | None = None) -> dict[
     out: dict[str, list[Tuple]] = {}
     for r in prog.inputs:
         n = draw(st.sampled_from(range(MAX_FACTS + 1)))  # uniform size: st.lists and st.integers favour tiny
-        lines = draw(st.lists(st.tuples(*[st.integers(0, DOMAIN_MAX)] * r.arity), min_size=n, max_size=n))
+        lines = draw(st.lists(st.tuples(*[_col(ty) for ty in r.col_types]), min_size=n, max_size=n))
         if lines and "dup_fact_lines" in feats and _chance(draw, 10):
             lines.append(draw(st.sampled_from(lines)))
         out[r.name] = lines
@@ -475,13 +514,13 @@ def transactions_for(
                 if present and not ("absent_deletes" in feats and _chance(draw, 15)):
                     tup = draw(st.sampled_from(present))
                 else:
-                    tup = _tuple(draw, rel.arity)
+                    tup = _tuple(draw, rel)
                 sign = "-"
             else:
                 if present and "dup_inserts" in feats and _chance(draw, 15):
                     tup = draw(st.sampled_from(present))
                 else:
-                    tup = _tuple(draw, rel.arity)
+                    tup = _tuple(draw, rel)
                 sign = "+"
             # never touch the same fact twice in one transaction: the order of
             # ops inside a transaction is not part of the contract

@@ -28,10 +28,17 @@ class Var:
 
 @dataclass(frozen=True)
 class Const:
-    value: int
+    value: int | str  # str = a Souffle symbol
 
     def __str__(self) -> str:
-        return str(self.value)
+        return fmt_value(self.value)
+
+
+def fmt_value(v: int | str) -> str:
+    """Program/script text form: numbers bare, symbols quoted with escapes."""
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return str(v)
 
 
 @dataclass(frozen=True)
@@ -173,6 +180,11 @@ class Relation:
     arity: int
     is_input: bool = False
     is_output: bool = False
+    types: tuple[str, ...] = ()  # "number" / "symbol" per column; () = all number
+
+    @property
+    def col_types(self) -> tuple[str, ...]:
+        return self.types or ("number",) * self.arity
 
 
 @dataclass
@@ -197,7 +209,7 @@ class Program:
     def souffle(self) -> str:
         out: list[str] = []
         for r in self.relations:
-            attrs = ", ".join(f"a{i}: number" for i in range(r.arity))
+            attrs = ", ".join(f"a{i}: {t}" for i, t in enumerate(r.col_types))
             out.append(f".decl {r.name}({attrs})")
         for r in self.relations:
             if r.is_input:
@@ -210,12 +222,12 @@ class Program:
         return "\n".join(out) + "\n"
 
 
-Tuple = tuple[int, ...]
+Tuple = tuple[int | str, ...]
 Database = dict[str, frozenset[Tuple]]
 
 
 def fmt_tuple(rel: str, t: Tuple) -> str:
-    return f"{rel}({', '.join(map(str, t))})"
+    return f"{rel}({', '.join(map(fmt_value, t))})"
 
 
 # --------------------------------------------------------------------------
@@ -256,7 +268,15 @@ def apply_tx(db: Database, tx: Transaction) -> Database:
 
 
 def render_facts_file(lines: list[Tuple]) -> str:
+    """Tab-separated; symbols verbatim (the generator never uses tabs/newlines in them)."""
     return "".join("\t".join(map(str, t)) + "\n" for t in lines)
+
+
+def parse_facts_line(line: str, types: tuple[str, ...]) -> Tuple:
+    fields = line.split("\t")
+    if len(fields) != len(types):
+        raise ParseError(f"expected {len(types)} fields in {line!r}")
+    return tuple(f if ty == "symbol" else int(f) for f, ty in zip(fields, types, strict=True))
 
 
 # --------------------------------------------------------------------------
@@ -264,7 +284,7 @@ def render_facts_file(lines: list[Tuple]) -> str:
 
 _TOKEN_RE = re.compile(
     r"\s+|//[^\n]*|/\*.*?\*/"
-    r"|(?P<tok>:-|<=|>=|!=|\.[A-Za-z_]+|[A-Za-z_][A-Za-z0-9_]*|\d+|[(),.:;{}<>=!+\-*_])",
+    r'|(?P<tok>"(?:[^"\\]|\\.)*"|:-|<=|>=|!=|\.[A-Za-z_]+|[A-Za-z_][A-Za-z0-9_]*|\d+|[(),.:;{}<>=!+\-*_])',
     re.S,
 )
 
@@ -308,7 +328,7 @@ class _Parser:
             raise ParseError(f"expected {t!r}, got {got!r} (token {self.i})")
 
     def program(self) -> Program:
-        decls: dict[str, int] = {}
+        decls: dict[str, tuple[str, ...]] = {}
         order: list[str] = []
         inputs: set[str] = set()
         outputs: set[str] = set()
@@ -319,18 +339,18 @@ class _Parser:
                 self.next()
                 name = self.next()
                 self.expect("(")
-                n = 0
+                tys: list[str] = []
                 while self.peek() != ")":
                     self.next()  # attr name
                     self.expect(":")
                     ty = self.next()
-                    if ty != "number":
+                    if ty not in ("number", "symbol"):
                         raise ParseError(f"unsupported type {ty}")
-                    n += 1
+                    tys.append(ty)
                     if self.peek() == ",":
                         self.next()
                 self.expect(")")
-                decls[name] = n
+                decls[name] = tuple(tys)
                 order.append(name)
             elif t in (".input", ".output"):
                 self.next()
@@ -341,7 +361,10 @@ class _Parser:
                     target.add(self.next())
             else:
                 rules.append(self.rule())
-        rels = [Relation(n, decls[n], n in inputs, n in outputs) for n in order]
+        rels = [
+            Relation(n, len(decls[n]), n in inputs, n in outputs, decls[n] if "symbol" in decls[n] else ())
+            for n in order
+        ]
         return Program(rels, rules)
 
     def rule(self) -> Rule:
@@ -448,6 +471,8 @@ class _Parser:
             return inner
         if t == "_":
             return Wild()
+        if t.startswith('"'):
+            return Const(unquote(t))
         if t.isdigit():
             return Const(int(t))
         if re.match(r"[A-Za-z_]", t):
@@ -459,11 +484,70 @@ def parse_program(text: str) -> Program:
     return _Parser(text).program()
 
 
+def unquote(t: str) -> str:
+    body = t[1:-1]
+    out = []
+    i = 0
+    while i < len(body):
+        c = body[i]
+        if c == "\\" and i + 1 < len(body):
+            nxt = body[i + 1]
+            out.append({"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\"}.get(nxt, nxt))
+            i += 2
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def parse_value(text: str) -> int | str:
+    """A value in script/change notation: `-3` -> int, `"a b"` -> str (bare words kept as str)."""
+    t = text.strip()
+    if re.fullmatch(r"-?\d+", t):
+        return int(t)
+    if len(t) >= 2 and t[0] == '"' and t[-1] == '"':
+        return unquote(t)
+    return t
+
+
+def split_args(text: str) -> list[str]:
+    """Split `1, "a, b", 3` on top-level commas."""
+    args: list[str] = []
+    cur: list[str] = []
+    in_str = False
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if in_str:
+            cur.append(c)
+            if c == "\\" and i + 1 < len(text):
+                cur.append(text[i + 1])
+                i += 1
+            elif c == '"':
+                in_str = False
+        elif c == '"':
+            in_str = True
+            cur.append(c)
+        elif c == ",":
+            args.append("".join(cur))
+            cur = []
+        else:
+            cur.append(c)
+        i += 1
+    if in_str:
+        raise ParseError(f"unterminated string in {text!r}")
+    args.append("".join(cur))
+    return [a.strip() for a in args]
+
+
+_GROUND_ATOM_RE = re.compile(r'([A-Za-z_]\w*)\(((?:[^()"]|"(?:[^"\\]|\\.)*")*)\)')
+
+
 def parse_facts_inline(text: str) -> Database:
-    """Parse `r(1, 2). s(3).` style ground facts (for self-tests)."""
+    """Parse `r(1, 2). s("a").` style ground facts (for self-tests)."""
     db: dict[str, set[Tuple]] = {}
-    for m in re.finditer(r"([A-Za-z_]\w*)\(([^)]*)\)", text):
-        db.setdefault(m.group(1), set()).add(tuple(int(x) for x in m.group(2).split(",") if x.strip()))
+    for m in _GROUND_ATOM_RE.finditer(text):
+        db.setdefault(m.group(1), set()).add(tuple(parse_value(x) for x in split_args(m.group(2))))
     return {k: frozenset(v) for k, v in db.items()}
 
 
@@ -478,9 +562,9 @@ def parse_script(text: str) -> list[Transaction]:
             txs.append(tuple(cur))
             cur = []
             continue
-        m = re.fullmatch(r"([+-])([A-Za-z_]\w*)\(([^)]*)\)\.", line)
+        m = re.fullmatch(r"([+-])([A-Za-z_]\w*)\((.*)\)\.", line)
         if not m:
             raise ParseError(f"bad script line {line!r}")
-        tup = tuple(int(x) for x in m.group(3).split(","))
+        tup = tuple(parse_value(x) for x in split_args(m.group(3)))
         cur.append(Op(m.group(1), m.group(2), tup))
     return txs

@@ -396,3 +396,63 @@ def evaluate(prog: Program, edb: Database, max_rounds: int = 10_000) -> Database
         else:
             raise RuntimeError(f"no fixpoint for {comp} after {max_rounds} rounds")
     return {k: frozenset(v) for k, v in db.items()}
+
+
+class IllTyped(Exception):
+    pass
+
+
+def check_types(prog: Program) -> None:
+    """Every variable has one type; atoms match declarations; arithmetic,
+    sum/min/max targets and aggregate results are numbers."""
+    decl = {r.name: r.col_types for r in prog.relations}
+
+    def term_type(t: Term, env: dict[str, str]) -> str | None:
+        if isinstance(t, Const):
+            return "symbol" if isinstance(t.value, str) else "number"
+        if isinstance(t, Var):
+            return env.get(t.name)
+        if isinstance(t, BinOp):
+            for side in (t.left, t.right):
+                if term_type(side, env) not in (None, "number"):
+                    raise IllTyped(f"arithmetic on non-number in {t}")
+            return "number"
+        return None
+
+    def unify(t: Term, ty: str, env: dict[str, str], where: str) -> None:
+        if isinstance(t, Var):
+            if env.setdefault(t.name, ty) != ty:
+                raise IllTyped(f"{t} used as {env[t.name]} and {ty} in {where}")
+        elif isinstance(t, (Const, BinOp)):
+            got = term_type(t, env)
+            if got is not None and got != ty:
+                raise IllTyped(f"{t} is {got}, expected {ty} in {where}")
+
+    def walk(lits, env, where) -> None:
+        for lit in lits:
+            if isinstance(lit, (Atom, Neg)):
+                a = lit if isinstance(lit, Atom) else lit.atom
+                for t, ty in zip(a.args, decl[a.rel], strict=True):
+                    unify(t, ty, env, where)
+        for lit in lits:
+            if isinstance(lit, Agg):
+                walk(lit.body, env, where)
+                if lit.target is not None:
+                    unify(lit.target, "number", env, where)
+                unify(lit.result, "number", env, where)
+        for _ in range(2):  # comparisons may propagate types through `v = w`
+            for lit in lits:
+                if isinstance(lit, Cmp):
+                    lt, rt = term_type(lit.left, env), term_type(lit.right, env)
+                    if lt and rt and lt != rt:
+                        raise IllTyped(f"comparison of {lt} with {rt}: {lit} in {where}")
+                    if lt and not rt:
+                        unify(lit.right, lt, env, where)
+                    if rt and not lt:
+                        unify(lit.left, rt, env, where)
+
+    for rule in expand_rules(prog.rules):
+        env: dict[str, str] = {}
+        walk(rule.body, env, str(rule))
+        for t, ty in zip(rule.head.args, decl[rule.head.rel], strict=True):
+            unify(t, ty, env, str(rule))

@@ -16,6 +16,8 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .model import ParseError, parse_value, split_args
+
 Value = int | str
 Row = tuple[Value, ...]
 
@@ -74,77 +76,26 @@ def netc_argv(
 
 
 # --------------------------------------------------------------------------
-# Values
-
-
-def parse_value(text: str) -> Value:
-    t = text.strip()
-    if re.fullmatch(r"-?\d+", t):
-        return int(t)
-    if len(t) >= 2 and t[0] == '"' and t[-1] == '"':
-        return _unquote(t)
-    return t
-
-
-def _unquote(t: str) -> str:
-    body = t[1:-1]
-    out = []
-    i = 0
-    while i < len(body):
-        c = body[i]
-        if c == "\\" and i + 1 < len(body):
-            nxt = body[i + 1]
-            out.append({"n": "\n", "t": "\t", '"': '"', "\\": "\\"}.get(nxt, nxt))
-            i += 2
-        else:
-            out.append(c)
-            i += 1
-    return "".join(out)
-
-
-def split_args(text: str) -> list[str]:
-    """Split `1, "a, b", 3` on top-level commas."""
-    args: list[str] = []
-    cur: list[str] = []
-    in_str = False
-    i = 0
-    while i < len(text):
-        c = text[i]
-        if in_str:
-            cur.append(c)
-            if c == "\\" and i + 1 < len(text):
-                cur.append(text[i + 1])
-                i += 1
-            elif c == '"':
-                in_str = False
-        elif c == '"':
-            in_str = True
-            cur.append(c)
-        elif c == ",":
-            args.append("".join(cur))
-            cur = []
-        else:
-            cur.append(c)
-        i += 1
-    if in_str:
-        raise NetcOutputError(f"unterminated string in {text!r}")
-    args.append("".join(cur))
-    return [a.strip() for a in args]
-
-
-# --------------------------------------------------------------------------
 # CSV outputs
 
 
-def read_csv(path: Path, arity: int) -> list[Row]:
+def read_csv(path: Path, types: tuple[str, ...]) -> list[Row]:
+    """Rows of a tab-separated output; symbols verbatim, numbers parsed."""
     rows: list[Row] = []
     for ln, line in enumerate(path.read_text().splitlines(), 1):
-        if line == "" and arity > 0:
-            raise NetcOutputError(f"{path}:{ln}: empty line")
         fields = line.split("\t")
-        if len(fields) != arity:
-            raise NetcOutputError(f"{path}:{ln}: expected {arity} fields, got {len(fields)}: {line!r}")
-        rows.append(tuple(parse_value(f) for f in fields))
+        if len(fields) != len(types):
+            raise NetcOutputError(f"{path}:{ln}: expected {len(types)} fields, got {len(fields)}: {line!r}")
+        row: list[Value] = []
+        for f, ty in zip(fields, types, strict=True):
+            if ty == "symbol":
+                row.append(f)
+            else:
+                try:
+                    row.append(int(f))
+                except ValueError:
+                    raise NetcOutputError(f"{path}:{ln}: {f!r} is not a number") from None
+        rows.append(tuple(row))
     return rows
 
 
@@ -152,18 +103,18 @@ def _sort_key(row: Row):
     return tuple((0, v, "") if isinstance(v, int) else (1, 0, v) for v in row)
 
 
-def read_outputs(out_dir: Path, arities: dict[str, int]) -> tuple[dict[str, frozenset[Row]], list[str]]:
+def read_outputs(out_dir: Path, schemas: dict[str, tuple[str, ...]]) -> tuple[dict[str, frozenset[Row]], list[str]]:
     """Contents of every output relation plus a list of format problems
     (missing file, unsorted rows, duplicate rows)."""
     contents: dict[str, frozenset[Row]] = {}
     problems: list[str] = []
-    for name, arity in sorted(arities.items()):
+    for name, types in sorted(schemas.items()):
         path = out_dir / f"{name}.csv"
         if not path.exists():
             problems.append(f"missing output file {path.name}")
             contents[name] = frozenset()
             continue
-        rows = read_csv(path, arity)
+        rows = read_csv(path, types)
         if len(set(rows)) != len(rows):
             problems.append(f"{path.name}: duplicate rows")
         if rows != sorted(rows, key=_sort_key):
@@ -199,7 +150,10 @@ def parse_updates_stdout(text: str) -> list[Commit]:
             continue
         m = _CHANGE_RE.fullmatch(line)
         if m:
-            row = tuple(parse_value(a) for a in split_args(m.group(3))) if m.group(3).strip() else ()
+            try:
+                row = tuple(parse_value(a) for a in split_args(m.group(3))) if m.group(3).strip() else ()
+            except ParseError as e:
+                raise NetcOutputError(f"stdout line {ln}: {e}") from None
             pending.append((m.group(1), m.group(2), row))
             continue
         raise NetcOutputError(f"stdout line {ln}: cannot parse {raw!r}")

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from . import check, naive_ref
 from .gen import Example
-from .model import parse_program, parse_script
+from .model import parse_facts_line, parse_program, parse_script
 
 
 def load_case(d: Path) -> Example:
@@ -29,7 +29,7 @@ def load_case(d: Path) -> Example:
     for r in prog.inputs:
         f = d / "facts" / f"{r.name}.facts"
         lines = f.read_text().splitlines() if f.exists() else []
-        facts[r.name] = [tuple(int(x) for x in ln.split("\t")) for ln in lines if ln.strip()]
+        facts[r.name] = [parse_facts_line(ln, r.col_types) for ln in lines if ln]
     txs = parse_script((d / "updates.txt").read_text()) if (d / "updates.txt").exists() else []
     workers: tuple[int | None, ...] = (None,)
     if (d / "case.json").exists():
