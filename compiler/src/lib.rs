@@ -52,6 +52,32 @@ pub fn compile_files(paths: &[PathBuf]) -> Compilation {
     finish(sources, diagnostics, program)
 }
 
+/// One input of a compilation: a file on disk, or text with a display name
+/// (rules embedded in the binary, stdin, tests).
+pub enum SourceInput {
+    File(PathBuf),
+    Text { name: String, text: String },
+}
+
+/// Parses, checks and lowers texts and files, in order, as one program.
+pub fn compile_inputs(inputs: &[SourceInput]) -> Compilation {
+    let mut sources = SourceMap::new();
+    let mut diagnostics = Diagnostics::new();
+    let mut program = ast::Program::default();
+    for input in inputs {
+        let part = match input {
+            SourceInput::File(p) => {
+                syntax::parse_files(&mut sources, std::slice::from_ref(p), &mut diagnostics)
+            }
+            SourceInput::Text { name, text } => {
+                syntax::parse_text(&mut sources, name, text, &mut diagnostics)
+            }
+        };
+        program.items.extend(part.items);
+    }
+    finish(sources, diagnostics, program)
+}
+
 /// Parses, checks and lowers program text (tests, stdin, embedded rules).
 pub fn compile_text(name: &str, text: &str) -> Compilation {
     let mut sources = SourceMap::new();

@@ -37,6 +37,9 @@ pub struct Plan {
     pub strata: Vec<Stratum>,
     /// Ground facts written in the program text.
     pub facts: Vec<(RelId, Row)>,
+    /// Where each of `facts` was written (same order); empty for plans built
+    /// by hand. Used to cite intent facts in findings (`file:line`).
+    pub fact_spans: Vec<Span>,
 }
 
 impl Plan {

@@ -3,6 +3,8 @@
 //! - [`engine`] renders a plan on differential dataflow and applies
 //!   transactions of fact changes, reporting each commit's output changes.
 //! - [`io`] reads facts and update scripts, writes outputs (Souffle formats).
+//! - [`intent`] applies the standard rules to intent files (`netc compile`).
+//! - [`intent`] applies the standard rules to intent files (`netc compile`).
 //! - [`commands`] implements each `netc` subcommand on top of those; the
 //!   binary (`main.rs`) only parses arguments and maps outcomes to exit codes.
 //!
@@ -11,4 +13,5 @@
 
 pub mod commands;
 pub mod engine;
+pub mod intent;
 pub mod io;

@@ -36,6 +36,12 @@ enum Command {
         /// Print the output of a pass on stdout: parse (syntax tree) or plan (the plan IR).
         #[arg(long, value_name = "PASS", value_parser = ["parse", "check", "plan"])]
         dump_after: Option<String>,
+        /// The files are network intent: check them with the standard rules and report bad intent.
+        #[arg(long)]
+        intent: bool,
+        /// With --intent: use the .ndl files of DIR instead of the built-in standard rules.
+        #[arg(long, value_name = "DIR", requires = "intent")]
+        rules: Option<PathBuf>,
     },
     /// Evaluate programs like `souffle -F DIR -D DIR`, optionally applying update transactions.
     #[command(after_help = concat!(
@@ -59,6 +65,26 @@ enum Command {
         /// A script of transactions to apply after the initial evaluation.
         #[arg(long, value_name = "SCRIPT")]
         updates: Option<PathBuf>,
+    },
+    /// Compile network intent with the standard rules into per-device artifacts.
+    #[command(after_help = concat!(
+        "Writes DIR/relations/<relation>.csv for every located output relation (tab-separated, sorted).\n",
+        "Bad intent (any error_* relation non-empty) is reported with the facts it cites; nothing is written.\n\n",
+        "Exit codes: 0 success · 1 the program or the intent has errors · 2 usage, input or I/O error"
+    ))]
+    Compile {
+        /// Intent files (.ndl facts), e.g. examples/quickstart/intent.ndl.
+        #[arg(required = true)]
+        intent: Vec<PathBuf>,
+        /// Output directory (replaced as a whole).
+        #[arg(short, long, value_name = "DIR")]
+        out: PathBuf,
+        /// Use the .ndl files of DIR instead of the standard rules built into netc.
+        #[arg(long, value_name = "DIR")]
+        rules: Option<PathBuf>,
+        /// Timely worker threads; never changes results.
+        #[arg(short = 'w', long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
+        workers: u16,
     },
     /// Print the program in another engine's language (Souffle), for cross-checking.
     #[command(after_help = concat!(
@@ -104,7 +130,28 @@ fn main() -> ExitCode {
 
 fn dispatch(cli: Cli) -> Outcome {
     match cli.command {
-        Command::Check { files, dump_after } => commands::check::run(&files, dump_after.as_deref()),
+        Command::Check {
+            files,
+            dump_after,
+            intent,
+            rules,
+        } => commands::check::run(commands::check::CheckArgs {
+            files: &files,
+            dump_after: dump_after.as_deref(),
+            intent,
+            rules: rules.as_deref(),
+        }),
+        Command::Compile {
+            intent,
+            out,
+            rules,
+            workers,
+        } => commands::compile::run(commands::compile::CompileArgs {
+            intent: &intent,
+            rules: rules.as_deref(),
+            out: &out,
+            workers: workers as usize,
+        }),
         Command::Export {
             souffle: _,
             files,

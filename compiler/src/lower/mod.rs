@@ -141,10 +141,12 @@ pub fn try_lower(checked: &Checked) -> Result<Plan, InternalError> {
         .iter()
         .map(|f| (f.rel, f.row.clone()))
         .collect();
+    let fact_spans = checked.facts.iter().map(|f| f.span).collect();
     let plan = Plan {
         relations,
         strata,
         facts,
+        fact_spans,
     };
     verify::verify(&plan)?;
     Ok(plan)

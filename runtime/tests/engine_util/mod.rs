@@ -51,6 +51,7 @@ impl P {
                 relations: vec![],
                 strata: vec![],
                 facts: vec![],
+                fact_spans: vec![],
             },
         }
     }

@@ -1,0 +1,73 @@
+//! `netc compile INTENT... --out DIR`: intent → per-device artifacts.
+//!
+//! Compiles the standard rules with the intent files, evaluates them, and
+//! refuses (exit 1, nothing written) when the program has errors or any
+//! `error_*` relation is non-empty. Otherwise writes every located output
+//! relation under `DIR/relations/` — replacing DIR as a whole, so DIR always
+//! holds one complete compilation.
+
+use super::{report, Outcome};
+use crate::intent;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub struct CompileArgs<'a> {
+    pub intent: &'a [PathBuf],
+    pub rules: Option<&'a Path>,
+    pub out: &'a Path,
+    pub workers: usize,
+}
+
+pub fn run(args: CompileArgs) -> Outcome {
+    let c = match intent::load(args.intent, args.rules) {
+        Ok(c) => c,
+        Err(e) => {
+            return Outcome::InputError(
+                format!("cannot read the rules: {e}"),
+                Some("--rules takes a directory of .ndl files".into()),
+            )
+        }
+    };
+    if report(&c) {
+        return Outcome::ProgramErrors;
+    }
+    let Some(plan) = c.plan else {
+        return Outcome::ProgramErrors;
+    };
+    let plan = Arc::new(plan);
+    let engine = match intent::evaluate(plan.clone(), args.workers) {
+        Ok(e) => e,
+        Err(e) => return Outcome::InputError(format!("engine: {e}"), None),
+    };
+    let findings = intent::findings::collect(&plan, |r| engine.contents(r));
+    if !findings.is_empty() {
+        for f in &findings {
+            eprint!("{}", f.render(&c.sources));
+        }
+        eprintln!(
+            "\n{} problem{} in the intent; nothing was written to `{}`",
+            findings.len(),
+            if findings.len() == 1 { "" } else { "s" },
+            args.out.display()
+        );
+        return Outcome::ProgramErrors;
+    }
+    let mut written = 0;
+    let result = intent::write_atomically(args.out, |dir| {
+        written = intent::write_relations(&plan, &engine, dir)?;
+        Ok(())
+    });
+    if let Err(e) = result {
+        return Outcome::InputError(
+            format!("cannot write `{}`: {e}", args.out.display()),
+            Some("check that the --out directory is writable".into()),
+        );
+    }
+    eprintln!(
+        "compiled {} intent file{} into {} ({written} located relations)",
+        args.intent.len(),
+        if args.intent.len() == 1 { "" } else { "s" },
+        args.out.display()
+    );
+    Outcome::Ok
+}

@@ -1,0 +1,103 @@
+//! Intent: the standard rules applied to a network's intent files.
+//!
+//! The path of `netc compile` (and, later, `plan`/`apply`/`verify`):
+//! 1. [`load`]: the standard rules ([`rules`], embedded or `--rules DIR`)
+//!    and the user's intent files compile as one program; warnings located in
+//!    the rules are dropped (a user cannot act on them; an intent need not
+//!    use every relation the schema offers);
+//! 2. [`evaluate`]: the engine computes every relation;
+//! 3. [`findings`]: any `error_*` row is bad intent, reported with the facts
+//!    it cites, and nothing is written;
+//! 4. [`write_relations`]: every located output relation goes to
+//!    `OUT/relations/<relation>.csv` (tab-separated, sorted).
+
+pub mod findings;
+pub mod rules;
+
+use crate::engine::{Engine, EngineError, Transaction};
+use crate::io::csv;
+use netc_compiler::plan::{Plan, RelId};
+use netc_compiler::{compile_inputs, Compilation, SourceInput};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Compiles the rules and the intent files as one program.
+pub fn load(intent: &[PathBuf], rules_dir: Option<&Path>) -> std::io::Result<Compilation> {
+    let mut inputs = rules::rule_inputs(rules_dir)?;
+    let rule_files = inputs.len();
+    inputs.extend(intent.iter().cloned().map(SourceInput::File));
+    let mut c = compile_inputs(&inputs);
+    // Files are registered in input order, so the rules are FileIds 0..rule_files
+    // (plus anything they include, which is registered right after each).
+    let intent_names: Vec<String> = intent.iter().map(|p| p.display().to_string()).collect();
+    let sources = &c.sources;
+    c.diagnostics.items.retain(|d| {
+        d.is_error()
+            || d.span
+                .is_some_and(|s| intent_names.iter().any(|n| *n == sources.file(s.file).name))
+    });
+    let _ = rule_files;
+    Ok(c)
+}
+
+/// Evaluates the plan from scratch.
+pub fn evaluate(plan: Arc<Plan>, workers: usize) -> Result<Engine, EngineError> {
+    let mut engine = Engine::new(plan, workers)?;
+    engine.commit(Transaction::new())?;
+    Ok(engine)
+}
+
+/// Located relations that are outputs: what targets consume.
+pub fn located_outputs(plan: &Plan) -> Vec<RelId> {
+    (0..plan.relations.len())
+        .filter(|&r| plan.relations[r].location.is_some() && !plan.relations[r].outputs.is_empty())
+        .collect()
+}
+
+/// Writes `dir/relations/<relation>.csv` for every located output relation.
+pub fn write_relations(plan: &Plan, engine: &Engine, dir: &Path) -> std::io::Result<usize> {
+    let rel_dir = dir.join("relations");
+    std::fs::create_dir_all(&rel_dir)?;
+    let mut n = 0;
+    for r in located_outputs(plan) {
+        let rows = engine.contents(r);
+        std::fs::write(
+            rel_dir.join(format!("{}.csv", plan.relations[r].name)),
+            csv::render(&rows, "\t"),
+        )?;
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// Replaces `out` by the directory `build` fills, so a reader never sees a
+/// half-written artifact set: `build` writes into a fresh sibling directory,
+/// which is renamed into place only when it succeeded.
+pub fn write_atomically(
+    out: &Path,
+    build: impl FnOnce(&Path) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let parent = out
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent)?;
+    let name = out
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "out".into());
+    let tmp = parent.join(format!(".{name}.tmp-{}", std::process::id()));
+    let old = parent.join(format!(".{name}.old-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp)?;
+    if let Err(e) = build(&tmp) {
+        let _ = std::fs::remove_dir_all(&tmp);
+        return Err(e);
+    }
+    if out.exists() {
+        std::fs::rename(out, &old)?;
+    }
+    std::fs::rename(&tmp, out)?;
+    let _ = std::fs::remove_dir_all(&old);
+    Ok(())
+}
