@@ -116,6 +116,10 @@ def _chance(draw, pct: int) -> bool:
 
 
 SYMBOLS = ("a", "b", "ab", "B", "a b", "z9", "10")  # ordered by text: "10" < "B" < "a" < "a b" < ...
+# characters that need care in scripts / change lines (quotes, escapes, commas, parentheses)
+WEIRD_SYMBOLS = ('q"t', "b\\s", "c,d", "f(g)", "-1", "é")
+if os.environ.get("NETC_ORACLE_WEIRD_SYMBOLS", "1") != "0":
+    SYMBOLS = SYMBOLS + WEIRD_SYMBOLS
 
 
 @dataclass
