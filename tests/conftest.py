@@ -24,8 +24,21 @@ def _target_dir() -> Path:
     return Path(t) if t else REPO / "target"
 
 
+_FAILED: list[str] = []  # a failed session fixture is retried per test; fail fast instead
+
+
 @pytest.fixture(scope="session")
 def netc_bin() -> str:
+    if _FAILED:
+        pytest.fail(_FAILED[0], pytrace=False)
+    try:
+        return _locate_netc()
+    except pytest.fail.Exception as e:
+        _FAILED.append(str(e))
+        raise
+
+
+def _locate_netc() -> str:
     env = os.environ.get("NETC_BIN")
     if env:
         p = Path(env)
