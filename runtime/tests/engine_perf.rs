@@ -156,3 +156,48 @@ fn reach_from_10_sources() {
         scratch.as_secs_f64() / (total / 20).as_secs_f64()
     );
 }
+
+/// The benchmark's join: `out(x, u) :- a(x, y), b(y, z), c(z, w), d(w, v),
+/// e(v, u).` with 200k uniform facts per relation. Writes ASP facts to
+/// `$FACTS_LP` if set.
+#[test]
+#[ignore]
+fn join5_1m() {
+    let workers: usize = std::env::var("WORKERS")
+        .ok()
+        .and_then(|w| w.parse().ok())
+        .unwrap_or(1);
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../bench/programs/join5.dl"
+    ))
+    .unwrap();
+    let c = netc_compiler::compile_text("join5.dl", &text);
+    let plan = std::sync::Arc::new(c.plan.expect("plan"));
+    let m = 200_000i64;
+    let mut x: u64 = 5;
+    let mut tx = netc_runtime::engine::Transaction::new();
+    let mut lp = String::new();
+    for name in ["a", "b", "c", "d", "e"] {
+        let r = plan.relation_id(name).unwrap();
+        for _ in 0..m {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let (p, q) = ((x >> 33) as i64 % m, (x >> 13) as i64 % m);
+            tx.insert(r, row(&[p, q]));
+            lp.push_str(&format!("{name}({p},{q}).\n"));
+        }
+    }
+    if let Ok(path) = std::env::var("FACTS_LP") {
+        std::fs::write(path, lp).unwrap();
+    }
+    let t = Instant::now();
+    let mut e = netc_runtime::engine::Engine::new(plan.clone(), workers).unwrap();
+    let st = e.apply(tx).unwrap();
+    eprintln!(
+        "join5 workers {workers}: from scratch {:?}, out {} rows, {st:?}",
+        t.elapsed(),
+        e.len(plan.relation_id("out").unwrap())
+    );
+}
