@@ -52,11 +52,29 @@ pub fn run(args: CompileArgs) -> Outcome {
         );
         return Outcome::ProgramErrors;
     }
-    let mut written = 0;
+    let (mut relations, mut artifacts) = (0, 0);
+    let mut render_error = None;
     let result = intent::write_atomically(args.out, |dir| {
-        written = intent::write_relations(&plan, &engine, dir)?;
+        relations = intent::write_relations(&plan, &engine, dir)?;
+        match intent::write_artifacts(&plan, &engine, dir) {
+            Ok(n) => artifacts = n,
+            Err(intent::ArtifactError::Io(e)) => return Err(e),
+            Err(intent::ArtifactError::Render(e)) => {
+                render_error = Some(e);
+                return Err(std::io::Error::other(
+                    "a device's rows could not be rendered",
+                ));
+            }
+        }
         Ok(())
     });
+    if let Some(e) = render_error {
+        eprintln!(
+            "error: {e}\nnothing was written to `{}`",
+            args.out.display()
+        );
+        return Outcome::ProgramErrors;
+    }
     if let Err(e) = result {
         return Outcome::InputError(
             format!("cannot write `{}`: {e}", args.out.display()),
@@ -64,7 +82,7 @@ pub fn run(args: CompileArgs) -> Outcome {
         );
     }
     eprintln!(
-        "compiled {} intent file{} into {} ({written} located relations)",
+        "compiled {} intent file{} into {} ({relations} located relations, {artifacts} device artifacts)",
         args.intent.len(),
         if args.intent.len() == 1 { "" } else { "s" },
         args.out.display()

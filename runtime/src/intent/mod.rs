@@ -9,7 +9,9 @@
 //! 3. [`findings`]: any `error_*` row is bad intent, reported with the facts
 //!    it cites, and nothing is written;
 //! 4. [`write_relations`]: every located output relation goes to
-//!    `OUT/relations/<relation>.csv` (tab-separated, sorted).
+//!    `OUT/relations/<relation>.csv` (tab-separated, sorted);
+//! 5. [`write_artifacts`]: the device targets (`netc_targets`) render each
+//!    device's rows into `OUT/ovs/`, `OUT/p4/`, `OUT/host/`.
 
 pub mod findings;
 pub mod rules;
@@ -68,6 +70,30 @@ pub fn write_relations(plan: &Plan, engine: &Engine, dir: &Path) -> std::io::Res
         n += 1;
     }
     Ok(n)
+}
+
+/// Renders every device's artifacts with every target and writes them under `dir`.
+pub fn write_artifacts(plan: &Plan, engine: &Engine, dir: &Path) -> Result<usize, ArtifactError> {
+    let devices =
+        netc_targets::group_by_device(plan, &located_outputs(plan), |r| engine.contents(r));
+    let artifacts = netc_targets::render_all(&devices)?;
+    for a in &artifacts {
+        let path = dir.join(&a.path);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(path, &a.contents)?;
+    }
+    Ok(artifacts.len())
+}
+
+/// A device's rows could not be rendered, or the files not written.
+#[derive(Debug, thiserror::Error)]
+pub enum ArtifactError {
+    #[error(transparent)]
+    Render(#[from] netc_targets::RenderError),
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
 }
 
 /// Replaces `out` by the directory `build` fills, so a reader never sees a

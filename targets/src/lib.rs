@@ -1,0 +1,112 @@
+//! netc's device targets: located output relations → per-device artifacts.
+//!
+//! The rules produce *located* relations, `rel(@device, ...)` (see
+//! `specs/targets.md`). Each target is a sibling module behind one trait,
+//! [`Renderer`], with the same file layout:
+//!
+//! - [`ovs`]: OpenFlow flows and groups per host bridge (`ovs/<host>.flows`,
+//!   `ovs/<host>.groups`), pushed as one atomic bundle per bridge;
+//! - [`p4`]: P4Runtime updates per switch (`p4/<switch>.txtpb`);
+//! - [`host`]: host-agent configuration documents (`host/<host>.json`).
+//!
+//! A renderer sees only rows, grouped per device by [`group_by_device`]; it
+//! never sees the engine. Rendering is deterministic: the same rows give the
+//! same bytes.
+//!
+//! Architecture invariant: `targets/` reads artifacts' source rows and the
+//! plan's relation schema, never the engine's internals.
+
+pub mod host;
+pub mod ovs;
+pub mod p4;
+
+use netc_compiler::plan::{Plan, RelId};
+use netc_compiler::value::{Row, Value};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// Rows of the located relations of one device, by relation name, each row
+/// *including* its location column (column 0), sorted.
+pub type DeviceRows = BTreeMap<String, Vec<Row>>;
+
+/// One file of a device's artifact set, relative to the output directory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Artifact {
+    pub path: PathBuf,
+    pub contents: String,
+}
+
+/// Why a device's rows could not be rendered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{target} target, device `{device}`: {message}")]
+pub struct RenderError {
+    pub target: &'static str,
+    pub device: String,
+    pub message: String,
+}
+
+/// A device target: turns one device's rows into its artifacts.
+pub trait Renderer {
+    /// Short name, also the artifact sub-directory (`ovs`, `p4`, `host`).
+    fn name(&self) -> &'static str;
+    /// Whether this target consumes a located relation.
+    fn consumes(&self, relation: &str) -> bool;
+    /// Renders the complete artifact set of one device.
+    fn render(&self, device: &str, rows: &DeviceRows) -> Result<Vec<Artifact>, RenderError>;
+}
+
+/// Every target, in a fixed order.
+pub fn renderers() -> Vec<Box<dyn Renderer>> {
+    vec![
+        Box::new(ovs::OvsRenderer),
+        Box::new(p4::P4Renderer::default()),
+        Box::new(host::HostRenderer),
+    ]
+}
+
+/// Groups the rows of located relations by device (the value of the
+/// location column, as text). `contents` gives a relation's current rows.
+pub fn group_by_device(
+    plan: &Plan,
+    relations: &[RelId],
+    contents: impl Fn(RelId) -> Vec<Row>,
+) -> BTreeMap<String, DeviceRows> {
+    let mut out: BTreeMap<String, DeviceRows> = BTreeMap::new();
+    for &r in relations {
+        let rel = &plan.relations[r];
+        let Some(loc) = rel.location else { continue };
+        for row in contents(r) {
+            let device = match &row[loc] {
+                Value::Symbol(s) => s.as_str().to_string(),
+                other => other.to_string(),
+            };
+            out.entry(device)
+                .or_default()
+                .entry(rel.name.clone())
+                .or_default()
+                .push(row);
+        }
+    }
+    for rows in out.values_mut().flat_map(|d| d.values_mut()) {
+        rows.sort();
+    }
+    out
+}
+
+/// Renders every device with every target that consumes some of its rows.
+pub fn render_all(devices: &BTreeMap<String, DeviceRows>) -> Result<Vec<Artifact>, RenderError> {
+    let mut artifacts = Vec::new();
+    for r in renderers() {
+        for (device, rows) in devices {
+            let mine: DeviceRows = rows
+                .iter()
+                .filter(|(name, _)| r.consumes(name))
+                .map(|(n, v)| (n.clone(), v.clone()))
+                .collect();
+            if !mine.is_empty() {
+                artifacts.extend(r.render(device, &mine)?);
+            }
+        }
+    }
+    Ok(artifacts)
+}
