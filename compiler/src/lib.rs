@@ -5,7 +5,7 @@
 //! - [`source`] registers files and gives spans; [`diagnostics`] reports a
 //!   user's mistakes at those spans.
 //! - [`syntax`] lexes and parses `.dl`/`.ndl` text into the [`ast`], splicing
-//!   `.include`d files in place.
+//!   `.include`d files in place; [`names`] suggests the name a typo meant.
 //! - [`types`] and [`value`] are the vocabulary of types and values;
 //!   [`functors`] defines every built-in (strings, arithmetic, network
 //!   functions, `hash5`) once, for the checker and the engine alike.
@@ -16,17 +16,18 @@
 //! [`compile`] runs the whole pipeline. This crate knows nothing about
 //! differential dataflow: the plan is plain data.
 
-pub mod ast;
-pub mod check;
+pub mod source;
 pub mod diagnostics;
+pub mod names;
+pub mod syntax;
+pub mod ast;
+pub mod types;
+pub mod value;
 pub mod functors;
+pub mod check;
 pub mod lower;
 pub mod plan;
 pub mod souffle_export;
-pub mod source;
-pub mod syntax;
-pub mod types;
-pub mod value;
 
 use diagnostics::Diagnostics;
 use source::SourceMap;

@@ -149,13 +149,5 @@ pub fn did_you_mean<'a>(
     word: &str,
     candidates: impl IntoIterator<Item = &'a str>,
 ) -> Option<String> {
-    let len = word.chars().count();
-    let limit = if len <= 3 { 1 } else { (len / 3).max(2) };
-    candidates
-        .into_iter()
-        .filter(|c| *c != word)
-        .map(|c| (crate::syntax::parser::edit_distance(word, c), c))
-        .filter(|(d, _)| *d <= limit)
-        .min()
-        .map(|(_, c)| format!("did you mean `{c}`?"))
+    crate::names::closest(word, candidates).map(|c| format!("did you mean `{c}`?"))
 }

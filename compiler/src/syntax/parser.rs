@@ -247,7 +247,7 @@ impl<'t> Parser<'t> {
                 }
             }
             other => {
-                let close = closest(other, DIRECTIVES);
+                let close = crate::names::closest(other, DIRECTIVES.iter().copied());
                 let hint = match close {
                     Some(c) => format!("did you mean `.{c}`? directives are .decl, .type, .input, .output, .printsize and .include"),
                     None => "directives are .decl, .type, .input, .output, .printsize and .include".to_string(),
@@ -818,31 +818,4 @@ fn is_arith(t: &Tok) -> bool {
         t,
         Tok::Plus | Tok::Minus | Tok::Star | Tok::Slash | Tok::Percent | Tok::Caret
     )
-}
-
-/// The candidate closest to `word` by edit distance, if it is close enough to be a likely typo.
-pub fn closest<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
-    candidates
-        .iter()
-        .map(|c| (edit_distance(word, c), *c))
-        .filter(|(d, c)| *d <= 2.max(c.len() / 3))
-        .min()
-        .map(|(_, c)| c)
-}
-
-/// Levenshtein distance (small inputs: names).
-pub fn edit_distance(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.iter().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            cur[j + 1] = (prev[j] + usize::from(ca != cb))
-                .min(prev[j + 1] + 1)
-                .min(cur[j] + 1);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
 }

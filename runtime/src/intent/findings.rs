@@ -10,7 +10,8 @@
 //! evidence for a human; they are not a proof of derivation (`netc repl`'s
 //! `:explain` gives that).
 
-use netc_compiler::plan::{Body, Plan, RelId, Source, Step};
+use netc_compiler::lower::verify::reads;
+use netc_compiler::plan::{Plan, RelId};
 use netc_compiler::source::{SourceMap, Span};
 use netc_compiler::value::{Row, Value};
 use std::collections::BTreeSet;
@@ -68,9 +69,7 @@ fn base_dependencies(plan: &Plan, rel: RelId) -> BTreeSet<RelId> {
             .flat_map(|s| &s.rules)
             .filter(|rule| rule.head == r)
         {
-            let mut reads = Vec::new();
-            body_reads(&rule.body, &mut reads);
-            for d in reads {
+            for (d, _) in reads(&rule.body) {
                 if seen.insert(d) {
                     stack.push(d);
                 }
@@ -78,19 +77,6 @@ fn base_dependencies(plan: &Plan, rel: RelId) -> BTreeSet<RelId> {
         }
     }
     seen
-}
-
-fn body_reads(body: &Body, out: &mut Vec<RelId>) {
-    if let Source::Scan(s) = &body.source {
-        out.push(s.rel);
-    }
-    for step in &body.steps {
-        match step {
-            Step::Join { rel, .. } | Step::AntiJoin { rel, .. } => out.push(*rel),
-            Step::Aggregate { inner, .. } => body_reads(inner, out),
-            Step::Filter(_) | Step::Bind(_) => {}
-        }
-    }
 }
 
 /// Every `error_*` row, with citations. `contents` gives a relation's current rows.
