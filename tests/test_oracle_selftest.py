@@ -553,3 +553,20 @@ def test_type_checker_rejects_mixed_types():
     )
     with pytest.raises(naive_ref.IllTyped):
         naive_ref.check_types(prog)
+
+
+def test_negated_constraint_groups():
+    out = both(
+        """
+        .decl v(a: number, b: number)
+        .input v
+        .decl mid(a: number)
+        .decl odd(a: number, b: number)
+        .output mid, odd
+        mid(x) :- v(x, _), !(x < 2 ; x > 5).
+        odd(x, y) :- v(x, y), !(x = y, y != 3), !(x > 6).
+        """,
+        "v(1,1). v(3,3). v(4,5). v(6,6). v(7,0).",
+    )
+    assert out["mid"] == T((3,), (4,))
+    assert out["odd"] == T((3, 3), (4, 5))

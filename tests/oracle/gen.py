@@ -17,7 +17,7 @@ NETC_ORACLE_DISABLE, e.g. `NETC_ORACLE_DISABLE=agg,negation`.  Names:
   recursion, templates, idb_facts, dup_fact_lines, edb_output, dup_inserts,
   absent_deletes, wildcards, constants, bind_eq, agg_nobrace, disjunction,
   multi_head, agg_negation, agg_expr, multi_agg, agg_only, neg_only, empty_tx,
-  symbols
+  symbols, neg_group
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from .model import (
     Disj,
     Literal,
     Neg,
+    NegGroup,
     Op,
     Program,
     Relation,
@@ -80,6 +81,7 @@ FEATURES = (
     "neg_only",
     "empty_tx",
     "symbols",
+    "neg_group",
 )
 
 
@@ -367,6 +369,13 @@ def _gen_rule(
     if "cmp" in feats and b.bound:
         for _ in range(draw(st.sampled_from([0, 0, 0, 1, 1, 2]))):
             tail.append(_gen_cmp(draw, b, list(b.bound)))
+    if "neg_group" in feats and b.bound and _chance(draw, 10):
+        # `!(x < 2 ; x > 5)`, `!(x = y, y != 3)`
+        alts = tuple(
+            tuple(_gen_cmp(draw, b, list(b.bound)) for _ in range(draw(st.integers(1, 2))))
+            for _ in range(draw(st.integers(1, 2)))
+        )
+        tail.append(NegGroup(alts))
     lower_idb_or_edb = lower
     if "negation" in feats and lower_idb_or_edb and _chance(draw, 35):
         for _ in range(draw(st.integers(1, 2))):

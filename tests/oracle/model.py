@@ -135,7 +135,28 @@ class Disj:
         return "(" + " ; ".join(", ".join(map(str, alt)) for alt in self.alts) + ")"
 
 
-Literal = Atom | Neg | Cmp | Agg | Disj
+@dataclass(frozen=True)
+class NegGroup:
+    """`!(c1 ; c2, c3)`: a negated, parenthesised group of comparisons."""
+
+    alts: tuple[tuple[Cmp, ...], ...]
+
+    def __str__(self) -> str:
+        return "!(" + " ; ".join(", ".join(map(str, alt)) for alt in self.alts) + ")"
+
+
+NEGATED_CMP = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "=": "!=", "!=": "="}
+
+
+def negate_group(g: NegGroup) -> Disj:
+    """De Morgan: not(A1 or A2) = not A1 and not A2; not(c1 and c2) = not c1 or not c2."""
+    parts: list[Literal] = []
+    for alt in g.alts:
+        parts.append(Disj(tuple((Cmp(NEGATED_CMP[c.op], c.left, c.right),) for c in alt)))
+    return Disj((tuple(parts),))
+
+
+Literal = Atom | Neg | Cmp | Agg | Disj | NegGroup
 
 
 @dataclass(frozen=True)
@@ -155,23 +176,26 @@ class Rule:
         return f"{heads} :- {', '.join(map(str, self.body))}."
 
 
-def _dnf(body: tuple[Literal, ...]) -> list[tuple[Literal, ...]]:
+def _dnf(body: tuple[Literal, ...], neg_groups: bool) -> list[tuple[Literal, ...]]:
     out: list[tuple[Literal, ...]] = [()]
     for lit in body:
+        if isinstance(lit, NegGroup) and neg_groups:
+            lit = negate_group(lit)
         if isinstance(lit, Disj):
-            out = [pre + alt_conj for pre in out for alt in lit.alts for alt_conj in _dnf(alt)]
+            out = [pre + alt_conj for pre in out for alt in lit.alts for alt_conj in _dnf(alt, neg_groups)]
         else:
             out = [pre + (lit,) for pre in out]
     return out
 
 
-def expand_rule(rule: Rule) -> list[Rule]:
-    """Plain rules (one head, no disjunction) equivalent to `rule`."""
-    return [Rule(h, body) for h in rule.heads for body in _dnf(rule.body)]
+def expand_rule(rule: Rule, neg_groups: bool = True) -> list[Rule]:
+    """Plain rules (one head, no disjunction) equivalent to `rule`; negated
+    groups are rewritten with De Morgan unless neg_groups=False."""
+    return [Rule(h, body) for h in rule.heads for body in _dnf(rule.body, neg_groups)]
 
 
-def expand_rules(rules: list[Rule]) -> list[Rule]:
-    return [r for rule in rules for r in expand_rule(rule)]
+def expand_rules(rules: list[Rule], neg_groups: bool = True) -> list[Rule]:
+    return [r for rule in rules for r in expand_rule(rule, neg_groups)]
 
 
 @dataclass(frozen=True)
@@ -400,6 +424,12 @@ class _Parser:
                 return self.disjunction()
             except ParseError:
                 self.i = save  # a parenthesised arithmetic term, e.g. `(x + 1) < y`
+        if t == "!" and self.peek(1) == "(":
+            self.next()
+            d = self.disjunction()
+            if not all(isinstance(c, Cmp) for alt in d.alts for c in alt):
+                raise ParseError("only comparisons in a negated group")
+            return NegGroup(d.alts)
         if t == "!":
             self.next()
             return Neg(self.atom())

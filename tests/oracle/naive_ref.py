@@ -19,6 +19,7 @@ from .model import (
     Database,
     Literal,
     Neg,
+    NegGroup,
     Program,
     Rule,
     Term,
@@ -125,6 +126,9 @@ def _lits_vars(lits) -> set[str]:
                 out.update(v.name for v in term_vars(a))
         elif isinstance(lit, Cmp):
             out.update(v.name for v in term_vars(lit.left) + term_vars(lit.right))
+        elif isinstance(lit, NegGroup):
+            for alt in lit.alts:
+                out |= _lits_vars(alt)
         elif isinstance(lit, Agg):
             out.add(lit.result.name)
             out.update(_lits_vars(lit.body))
@@ -277,6 +281,10 @@ class _Evaluator:
                 if all(_bound(a, env) for a in lit.atom.args if not isinstance(a, Wild)):
                     pick = i
                     break
+            elif isinstance(lit, NegGroup):
+                if all(v in env for v in _lits_vars([lit])):
+                    pick = i
+                    break
             elif isinstance(lit, Agg):
                 corr = (_lits_vars(lit.body) | _target_vars(lit)) & outer
                 if all(v in env for v in corr):
@@ -308,6 +316,10 @@ class _Evaluator:
                 yield from self.solve(rest, e, outer)
         elif isinstance(lit, Neg):
             if next(self.match(lit.atom, env), None) is None:
+                yield from self.solve(rest, env, outer)
+        elif isinstance(lit, NegGroup):
+            holds = any(all(_compare(c.op, _eval(c.left, env), _eval(c.right, env)) for c in alt) for alt in lit.alts)
+            if not holds:
                 yield from self.solve(rest, env, outer)
         elif isinstance(lit, Agg):
             val = self.aggregate(lit, env)
@@ -380,7 +392,9 @@ def evaluate(prog: Program, edb: Database, max_rounds: int = 10_000) -> Database
         db.setdefault(name, set()).update(tuples)
     ev = _Evaluator(db)
     for comp in strata(prog):
-        rules = [r for r in expand_rules(prog.rules) if r.head.rel in comp]
+        # negated groups stay as they are: evaluated directly below, not via
+        # the De Morgan rewrite the ASP translation uses
+        rules = [r for r in expand_rules(prog.rules, neg_groups=False) if r.head.rel in comp]
         outers = [_outer_vars(r) for r in rules]
         for _ in range(max_rounds):
             changed = False
