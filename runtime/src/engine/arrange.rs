@@ -202,7 +202,8 @@ impl<'s, T: Time> Env<'s, T> {
         }
     }
 
-    fn coll(&self, rel: RelId) -> Result<Coll<'s, T>, String> {
+    /// The collection of a relation (an internal error if it is missing).
+    pub fn coll(&self, rel: RelId) -> Result<Coll<'s, T>, String> {
         self.rels
             .get(rel)
             .and_then(|c| c.clone())

@@ -1,32 +1,85 @@
-//! Evaluation of plan expressions, conditions and column patterns over rows.
+//! Evaluation of plan expressions, conditions and column patterns over rows,
+//! and the slot bookkeeping that lets rows carry only live values.
 //!
 //! Expects: a validated plan (`validate.rs`), so every `Expr::Slot` is in
 //! range (PLAN-SLOTS) and every pattern has one entry per column. A slot out
 //! of range is still handled safely: it trips a `debug_assert` and the
 //! expression is undefined (the row is dropped), never a panic in release.
-//! Guarantees: `None`/`false` means "drop the row"; nothing here panics on
-//! user data (functors return `None` for undefined results).
+//! Guarantees:
+//! - `None`/`false` means "drop the row"; nothing here panics on user data
+//!   (functors return `None` for undefined results).
+//! - Expressions read a row through [`Slots`], so a join can evaluate what it
+//!   emits on the *virtual* row "left row ++ bound columns of the right
+//!   tuple" ([`Joined`], [`Appended`]) without building it.
+//! - A [`Layout`] maps the plan's (logical) slots to positions in a physical
+//!   row; [`Layout::expr`] rewrites an expression to physical positions.
 
 use super::tuple::{Builder, Tuple};
 use netc_compiler::ast::CmpOp;
 use netc_compiler::functors;
 use netc_compiler::plan::{ColPat, Cond, Expr};
 use netc_compiler::value::Value;
+use std::collections::BTreeSet;
+
+/// Something expressions can read slots of.
+pub trait Slots {
+    fn slot(&self, i: usize) -> Option<Value>;
+}
+
+impl Slots for Tuple {
+    #[inline]
+    fn slot(&self, i: usize) -> Option<Value> {
+        self.get(i)
+    }
+}
+
+/// The virtual row `left ++ right[binds]`.
+pub struct Joined<'a> {
+    pub left: &'a Tuple,
+    pub right: &'a Tuple,
+    pub binds: &'a [usize],
+}
+
+impl Slots for Joined<'_> {
+    #[inline]
+    fn slot(&self, i: usize) -> Option<Value> {
+        let n = self.left.len();
+        if i < n {
+            self.left.get(i)
+        } else {
+            self.right.get(*self.binds.get(i - n)?)
+        }
+    }
+}
+
+/// The virtual row `row ++ [extra]`.
+pub struct Appended<'a> {
+    pub row: &'a Tuple,
+    pub extra: Value,
+}
+
+impl Slots for Appended<'_> {
+    #[inline]
+    fn slot(&self, i: usize) -> Option<Value> {
+        let n = self.row.len();
+        if i < n {
+            self.row.get(i)
+        } else {
+            (i == n).then_some(self.extra)
+        }
+    }
+}
 
 /// Reads a slot of a binding row.
 #[inline]
-fn slot(row: &Tuple, i: usize) -> Option<Value> {
-    let v = row.get(i);
-    debug_assert!(
-        v.is_some(),
-        "PLAN-SLOTS violated: slot {i} of a row of width {}",
-        row.len()
-    );
+fn slot<R: Slots + ?Sized>(row: &R, i: usize) -> Option<Value> {
+    let v = row.slot(i);
+    debug_assert!(v.is_some(), "PLAN-SLOTS violated: slot {i} is not bound");
     v
 }
 
 /// Evaluates an expression on a binding row; `None` when undefined.
-pub fn eval(e: &Expr, row: &Tuple) -> Option<Value> {
+pub fn eval<R: Slots + ?Sized>(e: &Expr, row: &R) -> Option<Value> {
     match e {
         Expr::Slot(i) => slot(row, *i),
         Expr::Const(v) => Some(*v),
@@ -38,7 +91,11 @@ pub fn eval(e: &Expr, row: &Tuple) -> Option<Value> {
 
 /// Evaluates `args` into a stack buffer (a heap one past 8 arguments) and
 /// hands them to `f`; `None` if an argument is undefined.
-fn with_args<R>(args: &[Expr], row: &Tuple, f: impl FnOnce(&[Value]) -> R) -> Option<R> {
+fn with_args<R: Slots + ?Sized, X>(
+    args: &[Expr],
+    row: &R,
+    f: impl FnOnce(&[Value]) -> X,
+) -> Option<X> {
     const N: usize = 8;
     if args.len() <= N {
         let mut buf = [Value::Number(0); N];
@@ -57,7 +114,7 @@ fn with_args<R>(args: &[Expr], row: &Tuple, f: impl FnOnce(&[Value]) -> R) -> Op
 
 /// Evaluates a condition: `Some(truth)`, or `None` when an operand is
 /// undefined (then neither the condition nor its negation holds).
-pub fn cond(c: &Cond, row: &Tuple) -> Option<bool> {
+pub fn cond<R: Slots + ?Sized>(c: &Cond, row: &R) -> Option<bool> {
     match c {
         Cond::Compare(op, a, b) => {
             let (a, b) = (eval(a, row)?, eval(b, row)?);
@@ -75,7 +132,7 @@ pub fn cond(c: &Cond, row: &Tuple) -> Option<bool> {
 
 /// Whether a row passes a condition.
 #[inline]
-pub fn holds(c: &Cond, row: &Tuple) -> bool {
+pub fn holds<R: Slots + ?Sized>(c: &Cond, row: &R) -> bool {
     cond(c, row) == Some(true)
 }
 
@@ -93,7 +150,94 @@ pub fn all_slots(exprs: &[Expr]) -> Option<Vec<usize>> {
         .collect()
 }
 
-/// Computes a tuple of expressions over a row (join keys, rule heads).
+/// Adds the slots an expression reads to `out`.
+pub fn expr_slots(e: &Expr, out: &mut BTreeSet<usize>) {
+    match e {
+        Expr::Slot(i) => {
+            out.insert(*i);
+        }
+        Expr::Const(_) => {}
+        Expr::Call(_, args) => args.iter().for_each(|a| expr_slots(a, out)),
+        Expr::Binary(_, a, b) => {
+            expr_slots(a, out);
+            expr_slots(b, out);
+        }
+        Expr::Unary(_, a) => expr_slots(a, out),
+    }
+}
+
+/// Adds the slots a condition reads to `out`.
+pub fn cond_slots(c: &Cond, out: &mut BTreeSet<usize>) {
+    match c {
+        Cond::Compare(_, a, b) => {
+            expr_slots(a, out);
+            expr_slots(b, out);
+        }
+        Cond::Call(_, args) => args.iter().for_each(|a| expr_slots(a, out)),
+        Cond::Not(c) => cond_slots(c, out),
+    }
+}
+
+/// Where each logical slot of the plan sits in a physical row:
+/// `self.0[p]` is the logical slot at position `p`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Layout(pub Vec<usize>);
+
+impl Layout {
+    /// Positions 0..n holding slots 0..n.
+    pub fn identity(n: usize) -> Layout {
+        Layout((0..n).collect())
+    }
+
+    /// The position of a logical slot (an out-of-range position if the slot
+    /// is not held: reading it is undefined, see the module docs).
+    pub fn phys(&self, s: usize) -> usize {
+        self.0.iter().position(|&l| l == s).unwrap_or(usize::MAX)
+    }
+
+    /// This layout followed by logical slots `from..from + n`.
+    pub fn extended(&self, from: usize, n: usize) -> Layout {
+        Layout(self.0.iter().copied().chain(from..from + n).collect())
+    }
+
+    /// Rewrites an expression from logical slots to positions.
+    pub fn expr(&self, e: &Expr) -> Expr {
+        match e {
+            Expr::Slot(i) => Expr::Slot(self.phys(*i)),
+            Expr::Const(v) => Expr::Const(*v),
+            Expr::Call(f, args) => Expr::Call(*f, args.iter().map(|a| self.expr(a)).collect()),
+            Expr::Binary(op, a, b) => {
+                Expr::Binary(*op, Box::new(self.expr(a)), Box::new(self.expr(b)))
+            }
+            Expr::Unary(op, a) => Expr::Unary(*op, Box::new(self.expr(a))),
+        }
+    }
+
+    pub fn exprs(&self, es: &[Expr]) -> Vec<Expr> {
+        es.iter().map(|e| self.expr(e)).collect()
+    }
+
+    /// Rewrites a condition from logical slots to positions.
+    pub fn cond(&self, c: &Cond) -> Cond {
+        match c {
+            Cond::Compare(op, a, b) => Cond::Compare(*op, self.expr(a), self.expr(b)),
+            Cond::Call(f, args) => Cond::Call(*f, self.exprs(args)),
+            Cond::Not(c) => Cond::Not(Box::new(self.cond(c))),
+        }
+    }
+
+    /// A program that keeps the logical slots `keep` (in that order).
+    pub fn keep(&self, keep: &[usize]) -> RowProg {
+        RowProg::new(
+            &keep
+                .iter()
+                .map(|&s| Expr::Slot(self.phys(s)))
+                .collect::<Vec<_>>(),
+        )
+    }
+}
+
+/// Computes a tuple of expressions over a row (join keys, kept slots, heads).
 #[derive(Clone, Debug)]
 pub struct RowProg {
     exprs: Vec<Expr>,
@@ -109,9 +253,16 @@ impl RowProg {
         }
     }
 
+    /// Whether it copies positions 0..n of a row of width n unchanged.
+    pub fn is_identity(&self, n: usize) -> bool {
+        self.slots
+            .as_ref()
+            .is_some_and(|s| s.len() == n && s.iter().enumerate().all(|(k, &i)| k == i))
+    }
+
     /// The tuple, or `None` if an expression is undefined.
     #[inline]
-    pub fn apply(&self, row: &Tuple) -> Option<Tuple> {
+    pub fn apply<R: Slots + ?Sized>(&self, row: &R) -> Option<Tuple> {
         let mut b = Builder::new();
         match &self.slots {
             Some(s) => {
@@ -130,7 +281,7 @@ impl RowProg {
 }
 
 /// A compiled list of [`ColPat`]s: the checks a tuple must pass and the
-/// columns it appends.
+/// columns it binds.
 #[derive(Clone, Debug)]
 pub struct ColProg {
     same: Vec<(usize, usize)>,
@@ -166,6 +317,11 @@ impl ColProg {
         self.identity
     }
 
+    /// The bound columns, in order (they become consecutive slots).
+    pub fn binds(&self) -> &[usize] {
+        &self.binds
+    }
+
     /// Whether a tuple passes the `SameAs`/`Const` checks.
     #[inline]
     pub fn matches(&self, t: &Tuple) -> bool {
@@ -175,36 +331,15 @@ impl ColProg {
                 .iter()
                 .all(|(i, j)| t.get(*i).is_some() && t.get(*i) == t.get(*j))
     }
-
-    /// A scan: the bound columns of `t`, if it passes the checks.
-    #[inline]
-    pub fn scan(&self, t: &Tuple) -> Option<Tuple> {
-        if self.identity {
-            return Some(t.clone());
-        }
-        if !self.matches(t) {
-            return None;
-        }
-        Some(t.project(&self.binds))
-    }
-
-    /// A join: `row` extended with the bound columns of `t`, if it passes.
-    #[inline]
-    pub fn extend(&self, row: &Tuple, t: &Tuple) -> Option<Tuple> {
-        if !self.matches(t) {
-            return None;
-        }
-        let mut b = Builder::from(row);
-        for &i in &self.binds {
-            b.push(t.get(i)?);
-        }
-        Some(b.finish())
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn nums(xs: &[i64]) -> Tuple {
+        Tuple::from_values(&xs.iter().map(|&x| Value::Number(x)).collect::<Vec<_>>())
+    }
 
     #[test]
     fn col_prog_checks_and_binds() {
@@ -215,37 +350,41 @@ mod tests {
             ColPat::Ignore,
             ColPat::Bind,
         ]);
-        let t = |a, b, c, d, e| {
-            Tuple::from_values(&[
-                Value::Number(a),
-                Value::Number(b),
-                Value::Number(c),
-                Value::Number(d),
-                Value::Number(e),
-            ])
-        };
-        assert_eq!(
-            p.scan(&t(1, 1, 7, 9, 5)),
-            Some(Tuple::from_values(&[Value::Number(1), Value::Number(5)]))
-        );
-        assert_eq!(p.scan(&t(1, 2, 7, 9, 5)), None);
-        assert_eq!(p.scan(&t(1, 1, 8, 9, 5)), None);
+        assert!(p.matches(&nums(&[1, 1, 7, 9, 5])));
+        assert!(!p.matches(&nums(&[1, 2, 7, 9, 5])));
+        assert!(!p.matches(&nums(&[1, 1, 8, 9, 5])));
+        assert_eq!(p.binds(), &[0, 4]);
         assert!(!p.is_identity());
         assert!(ColProg::new(&[ColPat::Bind, ColPat::Bind]).is_identity());
     }
 
     #[test]
-    fn row_prog_slots_fast_path() {
-        let p = RowProg::new(&[Expr::Slot(1), Expr::Const(Value::Number(3))]);
-        let row = Tuple::from_values(&[Value::Number(1), Value::Number(2)]);
+    fn virtual_rows_and_layouts() {
+        let left = nums(&[10, 11]);
+        let right = nums(&[20, 21, 22]);
+        let j = Joined {
+            left: &left,
+            right: &right,
+            binds: &[2, 0],
+        };
         assert_eq!(
-            p.apply(&row),
-            Some(Tuple::from_values(&[Value::Number(2), Value::Number(3)]))
+            RowProg::new(&[Expr::Slot(3), Expr::Slot(0)]).apply(&j),
+            Some(nums(&[20, 10]))
         );
-        let q = RowProg::new(&[Expr::Slot(1), Expr::Slot(0)]);
+        assert_eq!(j.slot(4), None);
+        let a = Appended {
+            row: &left,
+            extra: Value::Number(5),
+        };
         assert_eq!(
-            q.apply(&row),
-            Some(Tuple::from_values(&[Value::Number(2), Value::Number(1)]))
+            RowProg::new(&[Expr::Slot(2), Expr::Const(Value::Number(3))]).apply(&a),
+            Some(nums(&[5, 3]))
         );
+        // Logical slots 4 and 7 held at positions 0 and 1.
+        let l = Layout(vec![4, 7]);
+        assert_eq!(l.expr(&Expr::Slot(7)), Expr::Slot(1));
+        assert_eq!(l.keep(&[7]).apply(&nums(&[40, 70])), Some(nums(&[70])));
+        assert_eq!(l.extended(8, 2), Layout(vec![4, 7, 8, 9]));
+        assert!(RowProg::new(&[Expr::Slot(0), Expr::Slot(1)]).is_identity(2));
     }
 }

@@ -8,7 +8,10 @@
 //! - `validate.rs`: checks the plan's invariants (PLAN-SLOTS, PLAN-STRATA,
 //!   PLAN-RECURSIVE) and user rows before anything runs.
 //! - `driver.rs`: the timely worker threads, epochs, capture and shutdown.
-//! - `render.rs`: plan → dataflow on one worker (strata, bodies, aggregates).
+//! - `render.rs`: plan → dataflow on one worker (inputs, strata, loops,
+//!   capture).
+//! - `body.rs`: rule bodies (joins, negation, filters, binds, aggregates),
+//!   carrying only live slots and fusing each join with what follows it.
 //! - `arrange.rs`: arrangement types and the per-scope sharing cache.
 //! - `eval.rs`: expressions, conditions and column patterns over rows.
 //! - `tuple.rs`: the row type inside the dataflow (fast order, serde).
@@ -21,6 +24,7 @@
 //! every relation that changed. Results do not depend on the worker count.
 
 mod arrange;
+mod body;
 mod driver;
 mod eval;
 mod render;

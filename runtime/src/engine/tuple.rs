@@ -93,25 +93,6 @@ impl Builder {
         }
     }
 
-    /// Starts from a copy of `t`.
-    #[inline]
-    pub fn from(t: &Tuple) -> Builder {
-        match &t.0 {
-            Repr::Inline { len, tags, words } => Builder {
-                len: *len,
-                tags: *tags,
-                words: *words,
-                heap: None,
-            },
-            Repr::Heap(vs) => Builder {
-                len: 0,
-                tags: [0; INLINE],
-                words: [0; INLINE],
-                heap: Some(vs.to_vec()),
-            },
-        }
-    }
-
     #[inline]
     pub fn push(&mut self, v: Value) {
         if let Some(h) = &mut self.heap {
@@ -213,41 +194,12 @@ impl Tuple {
         }
         b.finish()
     }
-
-    /// The first `n` values.
-    #[inline]
-    pub fn prefix(&self, n: usize) -> Tuple {
-        let mut b = Builder::new();
-        for i in 0..n.min(self.len()) {
-            if let Some(v) = self.get(i) {
-                b.push(v);
-            }
-        }
-        b.finish()
-    }
-
-    /// This tuple followed by the values of `other`.
-    #[inline]
-    pub fn concat(&self, other: &Tuple) -> Tuple {
-        let mut b = Builder::from(self);
-        for v in other.iter() {
-            b.push(v);
-        }
-        b.finish()
-    }
 }
 
 /// The internal order of two values: variant rank, then raw bits.
 #[inline]
 fn fast_cmp(a: &Value, b: &Value) -> Ordering {
-    let wide = |v: &Value| -> (u8, u128, u8) {
-        match *v {
-            Value::Ipv6(a) => (8, a, 0),
-            Value::Prefix6(a, l) => (9, a, l),
-            _ => encode(v).map_or((0, 0, 0), |(t, w)| (t, w as u128, 0)),
-        }
-    };
-    wide(a).cmp(&wide(b))
+    wire(a).cmp(&wire(b))
 }
 
 impl Ord for Tuple {
@@ -484,17 +436,15 @@ mod tests {
     }
 
     #[test]
-    fn builder_spills_canonically() {
+    fn projection_spills_canonically() {
         let vs: Vec<Value> = (0..7).map(Value::Number).collect();
         let t = Tuple::from_values(&vs);
-        assert_eq!(t.prefix(3), Tuple::from_values(&vs[..3]));
+        assert_eq!(t.project(&[0, 1, 2]), Tuple::from_values(&vs[..3]));
         assert_eq!(
             t.project(&[6, 0]),
             Tuple::from_values(&[Value::Number(6), Value::Number(0)])
         );
-        let a = Tuple::from_values(&vs[..2]);
-        let b = Tuple::from_values(&vs[2..]);
-        assert_eq!(a.concat(&b), t);
+        assert_eq!(t.project(&[0, 1, 2, 3, 4, 5, 6]), t);
     }
 
     #[test]

@@ -1,0 +1,460 @@
+//! Rule bodies → dataflow: sources, joins, negation, filters, binds and
+//! aggregates, in one scope.
+//!
+//! Expects: a validated plan; an [`Env`] holding the collections of every
+//! relation the body reads (and, inside a loop, the entered arrangements
+//! `render::Needs` asked for).
+//! Guarantees:
+//! - The output is the multiset the plan's left-deep pipeline defines:
+//!   multiplicities are kept (one per combination of tuples), so
+//!   `count`/`sum` see every combination, as in Souffle.
+//! - Rows carry only *live* values: after each materializing step (scan,
+//!   join, bind, aggregate) a row keeps just the slots later steps or the
+//!   tail read, in a [`Layout`] that maps plan slots to positions. Rows stay
+//!   narrow (usually inline tuples) and arrangements small.
+//! - Fusion: a join or bind computes its output — the next rows, or the
+//!   rule's head when it is the last step — straight from the virtual row
+//!   "left ++ bound columns", with no intermediate row or extra operator. A
+//!   body starting with a plain scan and a join by slots joins two shared
+//!   arrangements (see [`scan_join`]).
+
+use super::arrange::{join, join_arrs, semijoin, Arr, Coll, Env, Keyed, Time, ValTrace};
+use super::eval::{
+    self, all_slots, cond_slots, expr_slots, Appended, ColProg, Joined, Layout, RowProg,
+};
+use super::tuple::Tuple;
+use differential_dataflow::operators::arrange::Arranged;
+use differential_dataflow::trace::implementations::{ValBuilder, ValSpine};
+use netc_compiler::ast::AggFunc;
+use netc_compiler::plan::{Body, ColPat, Expr, Plan, RelId, RulePlan, Scan, Source, Step};
+use netc_compiler::types::Prim;
+use netc_compiler::value::{Value, F64};
+use std::collections::BTreeSet;
+
+/// A body that starts with a plain scan (all `Bind`, so slot i = column i)
+/// followed by a join keyed by slots only: the join runs arrangement ×
+/// arrangement, the scanned relation arranged by `left` (shared like any).
+pub struct ScanJoin<'a> {
+    pub left: Vec<usize>,
+    pub rel: RelId,
+    pub right_key: &'a [usize],
+    pub cols: &'a [ColPat],
+}
+
+pub fn scan_join<'a>(scan: &Scan, first: Option<&'a Step>) -> Option<ScanJoin<'a>> {
+    if !ColProg::new(&scan.cols).is_identity() {
+        return None;
+    }
+    match first? {
+        Step::Join {
+            rel,
+            left_key,
+            right_key,
+            cols,
+        } => Some(ScanJoin {
+            left: all_slots(left_key)?,
+            rel: *rel,
+            right_key,
+            cols,
+        }),
+        _ => None,
+    }
+}
+
+/// What a body must produce.
+enum Tail<'a> {
+    /// The rule's head tuples.
+    Head(&'a [Expr]),
+    /// Rows holding (at least) these slots; the returned layout says where.
+    Keep(BTreeSet<usize>),
+}
+
+impl Tail<'_> {
+    fn needs(&self) -> BTreeSet<usize> {
+        match self {
+            Tail::Head(es) => {
+                let mut s = BTreeSet::new();
+                es.iter().for_each(|e| expr_slots(e, &mut s));
+                s
+            }
+            Tail::Keep(s) => s.clone(),
+        }
+    }
+
+    fn head(&self) -> Option<&[Expr]> {
+        match self {
+            Tail::Head(es) => Some(es),
+            Tail::Keep(_) => None,
+        }
+    }
+}
+
+/// The slots a step reads from its input rows.
+fn reads(step: &Step) -> BTreeSet<usize> {
+    let mut s = BTreeSet::new();
+    match step {
+        Step::Join { left_key, .. } | Step::AntiJoin { left_key, .. } => {
+            left_key.iter().for_each(|e| expr_slots(e, &mut s))
+        }
+        Step::Filter(c) => cond_slots(c, &mut s),
+        Step::Bind(e) => expr_slots(e, &mut s),
+        Step::Aggregate { group, .. } => s.extend(group.iter().copied()),
+    }
+    s
+}
+
+/// `live[i]`: the slots still needed once step `i` is done; `live[n]` is
+/// what the tail needs, and `live_before(0)` what the source must provide.
+fn liveness(steps: &[Step], tail: BTreeSet<usize>) -> Vec<BTreeSet<usize>> {
+    let mut live = vec![BTreeSet::new(); steps.len() + 1];
+    live[steps.len()] = tail;
+    for i in (0..steps.len()).rev() {
+        let mut s = live[i + 1].clone();
+        s.extend(reads(&steps[i]));
+        live[i] = s;
+    }
+    // Shift: live[i] = needed after step i = needed before step i + 1.
+    live.remove(0);
+    live
+}
+
+/// How a materializing step turns its virtual row into output.
+struct Emit {
+    prog: RowProg,
+    /// The output rows' layout (unused for a head).
+    layout: Layout,
+    head: bool,
+}
+
+impl Emit {
+    /// Over a virtual row laid out as `virt`: the head if `head` is given,
+    /// else the slots of `keep` (in `virt`'s order).
+    fn new(virt: &Layout, keep: &BTreeSet<usize>, head: Option<&[Expr]>) -> Emit {
+        match head {
+            Some(es) => Emit {
+                prog: RowProg::new(&virt.exprs(es)),
+                layout: Layout(vec![]),
+                head: true,
+            },
+            None => {
+                let kept: Vec<usize> = virt
+                    .0
+                    .iter()
+                    .copied()
+                    .filter(|s| keep.contains(s))
+                    .collect();
+                Emit {
+                    prog: virt.keep(&kept),
+                    layout: Layout(kept),
+                    head: false,
+                }
+            }
+        }
+    }
+}
+
+/// Renders a rule: its head tuples (with multiplicities).
+pub fn render_rule<'s, T: Time>(
+    env: &mut Env<'s, T>,
+    plan: &Plan,
+    rule: &RulePlan,
+) -> Result<Coll<'s, T>, String> {
+    Ok(render_body(env, plan, &rule.body, None, Tail::Head(&rule.head_exprs))?.0)
+}
+
+/// Keys rows by expressions (over the rows' layout); rows whose key is
+/// undefined are dropped.
+fn keyed<'s, T: Time>(rows: Coll<'s, T>, key: Vec<Expr>) -> Keyed<'s, T> {
+    let key = RowProg::new(&key);
+    rows.flat_map(move |r| key.apply(&r).map(|k| (k, r)))
+}
+
+/// Renders a body (see module docs). `outer`: for an aggregate's inner body,
+/// the group keys and their width.
+fn render_body<'s, T: Time>(
+    env: &mut Env<'s, T>,
+    plan: &Plan,
+    body: &Body,
+    outer: Option<(Coll<'s, T>, usize)>,
+    tail: Tail,
+) -> Result<(Coll<'s, T>, Layout), String> {
+    let steps = &body.steps;
+    let live = liveness(steps, tail.needs());
+    let needed_first = |live: &Vec<BTreeSet<usize>>| {
+        let mut s = steps.first().map(reads).unwrap_or_default();
+        s.extend(live.first().cloned().unwrap_or_else(|| tail.needs()));
+        s
+    };
+    let head_at = |i: usize| {
+        if i + 1 == steps.len() {
+            tail.head()
+        } else {
+            None
+        }
+    };
+    let counters = env.counters.clone();
+    let mut skip = 0;
+    let mut done = false;
+    let (mut rows, mut layout, mut lw) = match &body.source {
+        Source::Unit => (env.unit.clone(), Layout(vec![]), 0),
+        Source::Outer => {
+            let (keys, glen) = outer.ok_or("Source::Outer outside an aggregate")?;
+            (keys, Layout::identity(glen), glen)
+        }
+        Source::Scan(scan) => {
+            let cp = ColProg::new(&scan.cols);
+            let nb = cp.binds().len();
+            if let Some(sj) = scan_join(scan, steps.first()) {
+                skip = 1;
+                let l = env.arrangement(scan.rel, &sj.left)?;
+                let r = env.arrangement(sj.rel, sj.right_key)?;
+                let rcp = ColProg::new(sj.cols);
+                let k = rcp.binds().len();
+                let emit = Emit::new(&Layout::identity(nb).extended(nb, k), &live[0], head_at(0));
+                done = emit.head;
+                let (prog, out) = (emit.prog, emit.layout);
+                let rows = join_arrs(&l, &r, move |a, b| {
+                    counters.tick();
+                    if !rcp.matches(b) {
+                        return None;
+                    }
+                    prog.apply(&Joined {
+                        left: a,
+                        right: b,
+                        binds: rcp.binds(),
+                    })
+                });
+                (rows, out, nb + k)
+            } else {
+                let c = env.coll(scan.rel)?;
+                let emit = Emit::new(
+                    &Layout::identity(nb),
+                    &needed_first(&live),
+                    if steps.is_empty() { tail.head() } else { None },
+                );
+                done = emit.head;
+                let (prog, out) = (emit.prog, emit.layout);
+                let rows = if cp.is_identity() && prog.is_identity(nb) {
+                    c
+                } else {
+                    let empty = Tuple::empty();
+                    c.flat_map(move |t| {
+                        counters.tick();
+                        if !cp.matches(&t) {
+                            return None;
+                        }
+                        prog.apply(&Joined {
+                            left: &empty,
+                            right: &t,
+                            binds: cp.binds(),
+                        })
+                    })
+                };
+                (rows, out, nb)
+            }
+        }
+    };
+    for (i, step) in steps.iter().enumerate().skip(skip) {
+        let counters = env.counters.clone();
+        match step {
+            Step::Join {
+                rel,
+                left_key,
+                right_key,
+                cols,
+            } => {
+                let arr = env.arrangement(*rel, right_key)?;
+                let rcp = ColProg::new(cols);
+                let k = rcp.binds().len();
+                let emit = Emit::new(&layout.extended(lw, k), &live[i], head_at(i));
+                lw += k;
+                done = emit.head;
+                let prog = emit.prog;
+                rows = join(keyed(rows, layout.exprs(left_key)), &arr, move |row, t| {
+                    counters.tick();
+                    if !rcp.matches(t) {
+                        return None;
+                    }
+                    prog.apply(&Joined {
+                        left: row,
+                        right: t,
+                        binds: rcp.binds(),
+                    })
+                });
+                layout = emit.layout;
+            }
+            Step::AntiJoin {
+                rel,
+                left_key,
+                right_cols,
+            } => {
+                let keys = env.keyset(*rel, right_cols)?;
+                let k = keyed(rows, layout.exprs(left_key));
+                let matched = semijoin(k.clone(), &keys);
+                rows = k
+                    .map(move |(_, r)| {
+                        counters.tick();
+                        r
+                    })
+                    .concat(matched.negate());
+            }
+            Step::Filter(c) => {
+                let c = layout.cond(c);
+                rows = rows.filter(move |r| {
+                    counters.tick();
+                    eval::holds(&c, r)
+                });
+            }
+            Step::Bind(e) => {
+                let e = layout.expr(e);
+                let emit = Emit::new(&layout.extended(lw, 1), &live[i], head_at(i));
+                lw += 1;
+                done = emit.head;
+                let prog = emit.prog;
+                rows = rows.flat_map(move |r| {
+                    counters.tick();
+                    let extra = eval::eval(&e, &r)?;
+                    prog.apply(&Appended { row: &r, extra })
+                });
+                layout = emit.layout;
+            }
+            Step::Aggregate {
+                func,
+                group,
+                inner,
+                value,
+                result,
+            } => {
+                let emit = Emit::new(&layout.extended(lw, 1), &live[i], head_at(i));
+                lw += 1;
+                done = emit.head;
+                let gkey = layout.exprs(&group.iter().map(|&g| Expr::Slot(g)).collect::<Vec<_>>());
+                let agg = render_aggregate(
+                    env,
+                    plan,
+                    rows.clone(),
+                    gkey.clone(),
+                    *func,
+                    inner,
+                    value.as_ref(),
+                    *result,
+                )?;
+                let prog = emit.prog;
+                rows = join(keyed(rows, gkey), &Arr::Own(agg), move |row, res| {
+                    counters.tick();
+                    prog.apply(&Appended {
+                        row,
+                        extra: res.get(0)?,
+                    })
+                });
+                layout = emit.layout;
+            }
+        }
+    }
+    if done {
+        return Ok((rows, Layout(vec![])));
+    }
+    match tail {
+        Tail::Head(es) => {
+            let head = RowProg::new(&layout.exprs(es));
+            let counters = env.counters.clone();
+            Ok((
+                rows.flat_map(move |r| {
+                    counters.tick();
+                    head.apply(&r)
+                }),
+                Layout(vec![]),
+            ))
+        }
+        Tail::Keep(_) => Ok((rows, layout)),
+    }
+}
+
+/// The aggregate of each group, arranged by group key (see `Step::Aggregate`).
+/// The reduce sees, per group key, one marker (an empty tuple, so groups
+/// without inner rows still exist: count/sum give 0 there) and the inner
+/// values with their multiplicities (one per combination of inner tuples,
+/// as Souffle counts).
+#[allow(clippy::too_many_arguments)]
+fn render_aggregate<'s, T: Time>(
+    env: &mut Env<'s, T>,
+    plan: &Plan,
+    rows: Coll<'s, T>,
+    gkey: Vec<Expr>,
+    func: AggFunc,
+    inner: &Body,
+    value: Option<&Expr>,
+    result: Prim,
+) -> Result<Arranged<'s, ValTrace<T>>, String> {
+    let glen = gkey.len();
+    let gkey = RowProg::new(&gkey);
+    let keys = rows.flat_map(move |r| gkey.apply(&r)).distinct();
+    let mut need: BTreeSet<usize> = (0..glen).collect();
+    if let Some(v) = value {
+        expr_slots(v, &mut need);
+    }
+    let (inner_rows, ilayout) = render_body(
+        env,
+        plan,
+        inner,
+        Some((keys.clone(), glen)),
+        Tail::Keep(need),
+    )?;
+    let ikey = ilayout.keep(&(0..glen).collect::<Vec<_>>());
+    let value = value.map(|v| ilayout.expr(v));
+    let counters = env.counters.clone();
+    let values = inner_rows.flat_map(move |r| {
+        counters.tick();
+        let v = match (&value, func) {
+            (_, AggFunc::Count) => Value::Number(1),
+            (Some(e), _) => eval::eval(e, &r)?,
+            (None, _) => return None,
+        };
+        Some((ikey.apply(&r)?, Tuple::from_values(&[v])))
+    });
+    let markers = keys.map(|k| (k, Tuple::empty()));
+    Ok(values
+        .concat(markers)
+        .reduce_abelian::<_, ValBuilder<Tuple, Tuple, T, isize>, ValSpine<Tuple, Tuple, T, isize>>(
+            "Aggregate",
+            move |_key, input, output| {
+                if let Some(v) = aggregate(func, result, input) {
+                    output.push((Tuple::from_values(&[v]), 1));
+                }
+            },
+        ))
+}
+
+/// Folds one group's inner values (tuples of one value; the empty marker
+/// tuple is skipped). `None`: no result (min/max of nothing, a sum type the
+/// values cannot have).
+fn aggregate(func: AggFunc, result: Prim, input: &[(&Tuple, isize)]) -> Option<Value> {
+    let vals = input.iter().filter_map(|(t, d)| Some((t.get(0)?, *d)));
+    match func {
+        AggFunc::Count => {
+            let n: i64 = vals.map(|(_, d)| d as i64).sum();
+            Some(match result {
+                Prim::Unsigned => Value::Unsigned(n as u64),
+                Prim::Float => Value::Float(F64(n as f64)),
+                _ => Value::Number(n),
+            })
+        }
+        AggFunc::Sum => match result {
+            Prim::Number => Some(Value::Number(vals.fold(0i64, |s, (v, d)| match v {
+                Value::Number(x) => s.wrapping_add(x.wrapping_mul(d as i64)),
+                _ => s,
+            }))),
+            Prim::Unsigned => Some(Value::Unsigned(vals.fold(0u64, |s, (v, d)| match v {
+                Value::Unsigned(x) => s.wrapping_add(x.wrapping_mul(d as u64)),
+                _ => s,
+            }))),
+            Prim::Float => Some(Value::Float(F64(vals.fold(0f64, |s, (v, d)| match v {
+                Value::Float(F64(x)) => s + x * d as f64,
+                _ => s,
+            })))),
+            _ => None,
+        },
+        AggFunc::Min => vals.map(|(v, _)| v).min(),
+        AggFunc::Max => vals.map(|(v, _)| v).max(),
+    }
+}
