@@ -221,3 +221,28 @@ fn drop_joins_workers_quickly() {
         );
     }
 }
+
+#[test]
+fn a_dead_worker_is_an_error_not_a_hang() {
+    let (p, edge, path) = tc_plan();
+    for victim in [0, 2] {
+        let mut e = p.engine(3);
+        e.commit(tx_insert(edge, &[&[1, 2]])).unwrap();
+        e.inject_worker_panic(victim);
+        let t = Instant::now();
+        let err = e.commit(tx_insert(edge, &[&[2, 3]])).unwrap_err();
+        assert!(matches!(err, EngineError::WorkerDied { .. }), "{err}");
+        assert!(matches!(
+            e.commit(tx_insert(edge, &[&[3, 4]])),
+            Err(EngineError::Poisoned(_))
+        ));
+        // The last consistent state stays readable.
+        assert_eq!(e.contents(path), rows(&[&[1, 2]]));
+        drop(e);
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "took {:?}",
+            t.elapsed()
+        );
+    }
+}

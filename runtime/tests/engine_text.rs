@@ -176,3 +176,61 @@ fn mixed_program_updates_match_from_scratch() {
     sorted.sort();
     assert_eq!(names, sorted);
 }
+
+#[test]
+fn small_programs_from_text() {
+    let plan = compile(
+        "small.dl",
+        r#"
+.decl nat(n: number)
+nat(0).
+nat(y) :- nat(x), y = x + 1, y < 5.
+.decl ok()
+ok() :- nat(3).
+.decl fl(x: float)
+fl(1.5). fl(2.25).
+.decl fsum(s: float)
+fsum(s) :- s = sum x : { fl(x) }.
+.decl big(n: number)
+big(n) :- nat(n), n >= 3, !ok().
+"#,
+    );
+    let mut e = Engine::new(plan.clone(), 2).unwrap();
+    let num = |n: i64| vec![Value::Number(n)];
+    assert_eq!(
+        e.contents(rel(&plan, "nat")),
+        (0..5).map(num).collect::<Vec<_>>()
+    );
+    assert_eq!(e.contents(rel(&plan, "ok")), vec![Vec::<Value>::new()]);
+    assert_eq!(
+        e.contents(rel(&plan, "fsum")),
+        vec![vec![Value::Float(netc_compiler::value::F64(3.75))]]
+    );
+    assert_eq!(e.len(rel(&plan, "big")), 0);
+    // Retracting the fact that starts the recursion empties it, and the
+    // nullary relation with it.
+    let mut t = Transaction::new();
+    t.delete(rel(&plan, "nat"), num(0));
+    let c = e.commit(t).unwrap();
+    assert_eq!(c.get(rel(&plan, "ok")), &[(vec![], -1)]);
+    assert_eq!(e.len(rel(&plan, "nat")), 0);
+    let mut t = Transaction::new();
+    t.insert(rel(&plan, "nat"), num(3));
+    let c = e.commit(t).unwrap();
+    assert_eq!(c.get(rel(&plan, "ok")), &[(vec![], 1)]);
+    assert!(c.get(rel(&plan, "big")).is_empty());
+    // Without nat(3), ok() fails and the negation lets big(4) through.
+    let mut t = Transaction::new();
+    t.delete(rel(&plan, "nat"), num(3))
+        .insert(rel(&plan, "nat"), num(4));
+    let c = e.commit(t).unwrap();
+    assert_eq!(c.get(rel(&plan, "ok")), &[(vec![], -1)]);
+    assert_eq!(c.get(rel(&plan, "big")), &[(num(4), 1)]);
+    assert_eq!(c.get(rel(&plan, "nat")), &[(num(3), -1)]);
+}
+
+#[test]
+fn engine_is_send() {
+    fn send<T: Send>() {}
+    send::<Engine>();
+}

@@ -40,7 +40,12 @@ use timely::worker::Worker;
 pub type Updates = Vec<(RelId, Tuple, isize)>;
 
 enum Command {
-    Commit { epoch: u64, data: Arc<Updates> },
+    Commit {
+        epoch: u64,
+        data: Arc<Updates>,
+    },
+    /// Makes the worker panic (to test failure handling).
+    Panic,
     Shutdown,
 }
 
@@ -222,6 +227,14 @@ impl Workers {
         Ok(out)
     }
 
+    /// Makes one worker panic at its next command check (tests only).
+    pub fn inject_panic(&mut self, worker: usize) {
+        if let Some(s) = self.senders.get(worker) {
+            let _ = s.send(Command::Panic);
+        }
+        self.wake();
+    }
+
     /// The next reply, waiting in slices and checking the threads are alive.
     fn next_reply(&mut self) -> Result<Reply, EngineError> {
         loop {
@@ -377,6 +390,7 @@ fn worker_loop(
                     return;
                 }
             }
+            Ok(Command::Panic) => panic!("worker {index} was asked to fail"),
             Ok(Command::Shutdown) | Err(TryRecvError::Disconnected) => break,
             Err(TryRecvError::Empty) => {
                 worker.step_or_park(Some(SLICE));

@@ -395,6 +395,14 @@ impl Engine {
         rows
     }
 
+    /// Makes worker `worker` panic, to exercise failure handling: the next
+    /// commit reports [`EngineError::WorkerDied`], later ones
+    /// [`EngineError::Poisoned`]. For tests only.
+    #[doc(hidden)]
+    pub fn inject_worker_panic(&mut self, worker: usize) {
+        self.workers.inject_panic(worker);
+    }
+
     pub fn stats(&self) -> EngineStats {
         self.stats.clone()
     }
