@@ -108,6 +108,7 @@ const MIXED: &str = r#"
 .decl zone_of(h: Host, z: symbol)
 .decl zone_size(z: symbol, n: number)
 .decl mutual(a: Host, b: Host)
+.decl onward(a: Host, b: Host, n: number)
 
 path(a, b) :- edge(a, b, _).
 path(a, c) :- path(a, b), edge(b, c, _), a != c.
@@ -119,6 +120,9 @@ dearest(h, w) :- addr(h, _), w = max x : { edge(h, _, x) }.
 zone_of(h, z) :- addr(h, ip), net(p, z), contains(p, ip).
 zone_size(z, n) :- net(_, z), n = count : { zone_of(_, z) }.
 mutual(a, b) :- path(a, b), path(b, a), a < b.
+// An aggregate over a lower stratum inside a recursive one.
+onward(a, b, n) :- edge(a, b, _), n = count : { edge(b, _, _) }.
+onward(a, c, n) :- onward(a, b, m), m > 0, edge(b, c, _), n = count : { edge(c, _, _) }.
 
 net(10.0.0.0/8, "ten").
 net(10.1.0.0/16, "ten-one").
