@@ -150,6 +150,8 @@ def verdicts(r: dict) -> dict:
     if n and c:
         out["ratio_netc_over_clingo"] = n["from_scratch_s"] / c["total_s"]
         out["ratio_target_met"] = out["ratio_netc_over_clingo"] <= TARGET_RATIO
+        if n.get("from_scratch_cpu_s") is not None and c.get("cpu_s"):
+            out["cpu_ratio_netc_over_clingo"] = n["from_scratch_cpu_s"] / c["cpu_s"]
         # clingo has no incremental mode: a change costs it a full re-run.
         out["change_p50_vs_clingo_rerun"] = c["total_s"] / (n["latency"]["p50_us"] / 1e6)
     return out
@@ -263,7 +265,11 @@ def main() -> int:
             ap.error(f"unknown workload {w!r}")
 
     if not args.skip_build:
-        build()
+        try:
+            build()
+        except subprocess.CalledProcessError as e:
+            log(f"build failed (exit {e.returncode})")
+            return 2
     binary = target_dir() / "release" / "netc-bench"
     tmp = None
     if args.data is None:

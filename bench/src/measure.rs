@@ -3,7 +3,8 @@
 //! Expects: latencies in seconds. Guarantees: nearest-rank percentiles
 //! (p50 of 1,000 samples is the 500th smallest), reported in microseconds;
 //! peak RSS is the kernel's `VmHWM` for this process (so `bench/run.py` runs
-//! each workload in its own process to get a per-workload peak).
+//! each workload in its own process to get a per-workload peak); CPU time is
+//! the process's user + system time over all threads.
 
 use serde_json::{json, Value};
 
@@ -52,6 +53,18 @@ pub fn peak_rss_mib() -> Option<f64> {
 /// Current resident set size, MiB.
 pub fn rss_mib() -> Option<f64> {
     proc_status_mib("VmRSS:")
+}
+
+/// CPU time (user + system) of this process, all threads, in seconds
+/// (`/proc/self/stat`, 10 ms resolution; `None` off Linux). Reported next to
+/// wall time because the benchmark machine is shared.
+pub fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the parenthesised command name start at field 3 (`state`).
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+    Some(ticks / 100.0) // USER_HZ is 100 on Linux
 }
 
 #[cfg(test)]
