@@ -13,5 +13,6 @@
 
 pub mod commands;
 pub mod engine;
+pub mod gen;
 pub mod intent;
 pub mod io;

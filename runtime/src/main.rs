@@ -86,6 +86,77 @@ enum Command {
         #[arg(short = 'w', long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
         workers: u16,
     },
+    /// Generate a deterministic intent scenario (fat tree, tenants, VMs, VIPs, ACLs, multicast, NFs, traffic).
+    #[command(after_help = concat!(
+        "Presets (docs/gen.md): S = 1,000 VMs / 100 hosts / 100 tenants / 300 VIPs (k=4);\n",
+        "M = 10,000 VMs / 1,000 hosts / 1,000 tenants / 3,000 VIPs (k=8);\n",
+        "L = 100,000 VMs / 10,000 hosts / 10,000 tenants / 30,000 VIPs (k=20, 50 hosts per ToR).\n",
+        "Knobs override the preset. The same seed and knobs give the same bytes on every machine.\n",
+        "Example: netc gen --preset S --seed 7 --out scen/ && netc compile scen/*.ndl --out out/\n\n",
+        "Exit codes: 0 success · 2 a knob out of range, or an I/O error (nothing written)"
+    ))]
+    Gen {
+        /// Scenario size: S, M or L.
+        #[arg(long, default_value = "S", value_parser = clap::value_parser!(netc_runtime::gen::Preset))]
+        preset: netc_runtime::gen::Preset,
+        /// Output: a FILE (all facts), a DIR (existing, or ending in `/`: topology/tenants/services/policy.ndl), or `-` for stdout.
+        #[arg(short, long, value_name = "FILE|DIR")]
+        out: PathBuf,
+        /// Random seed (default 1).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Fat-tree arity: k pods of k/2 ToRs + k/2 aggs, (k/2)^2 cores (even, 2..64).
+        #[arg(long)]
+        k: Option<u32>,
+        /// Hosts, spread round-robin over the k^2/2 ToRs.
+        #[arg(long, conflicts_with = "hosts_per_tor")]
+        hosts: Option<u32>,
+        /// Hosts per ToR (sets --hosts to this times the ToR count).
+        #[arg(long)]
+        hosts_per_tor: Option<u32>,
+        /// Tenants (one VNI each).
+        #[arg(long)]
+        tenants: Option<u32>,
+        /// VMs of every tenant (exact).
+        #[arg(long)]
+        vms_per_tenant: Option<u32>,
+        /// Vnets (/16 address spaces) per tenant.
+        #[arg(long)]
+        vnets_per_tenant: Option<u32>,
+        /// % of a tenant's VMs placed in its home pod.
+        #[arg(long)]
+        locality_pct: Option<u32>,
+        /// VIP endpoints (DIP counts follow Zipf's law).
+        #[arg(long)]
+        vips: Option<u32>,
+        /// Cap of a VIP's DIP count (> 512 gets a TIP range).
+        #[arg(long)]
+        max_dips: Option<u32>,
+        /// ACL rules per tenant.
+        #[arg(long)]
+        acls_per_tenant: Option<u32>,
+        /// Multicast groups (over random tenants).
+        #[arg(long)]
+        mcast_groups: Option<u32>,
+        /// Anolis NF clusters (consistent-hash chains).
+        #[arg(long)]
+        nf_chains: Option<u32>,
+        /// Software Muxes.
+        #[arg(long)]
+        smuxes: Option<u32>,
+        /// Hoverboard gateways.
+        #[arg(long)]
+        hoverboards: Option<u32>,
+        /// % of tenants on the Hoverboard model.
+        #[arg(long)]
+        hoverboard_pct: Option<u32>,
+        /// % of tenants with a SNAT VIP and 8-port grants.
+        #[arg(long)]
+        snat_pct: Option<u32>,
+        /// flow_usage reports (distinct VM pairs; Pareto usage).
+        #[arg(long)]
+        flows: Option<u32>,
+    },
     /// Print the program in another engine's language (Souffle), for cross-checking.
     #[command(after_help = concat!(
         "Network types are encoded as numbers (ipv4, mac: unsigned; prefix4: network << 8 | length; ipv6: symbols);\n",
@@ -152,6 +223,51 @@ fn dispatch(cli: Cli) -> Outcome {
             out: &out,
             workers: workers as usize,
         }),
+        Command::Gen {
+            preset,
+            out,
+            seed,
+            k,
+            hosts,
+            hosts_per_tor,
+            tenants,
+            vms_per_tenant,
+            vnets_per_tenant,
+            locality_pct,
+            vips,
+            max_dips,
+            acls_per_tenant,
+            mcast_groups,
+            nf_chains,
+            smuxes,
+            hoverboards,
+            hoverboard_pct,
+            snat_pct,
+            flows,
+        } => commands::gen::run(
+            preset,
+            &commands::gen::Knobs {
+                seed,
+                k,
+                hosts,
+                hosts_per_tor,
+                tenants,
+                vms_per_tenant,
+                vnets_per_tenant,
+                locality_pct,
+                vips,
+                max_dips,
+                acls_per_tenant,
+                mcast_groups,
+                nf_chains,
+                smuxes,
+                hoverboards,
+                hoverboard_pct,
+                snat_pct,
+                flows,
+            },
+            &out,
+        ),
         Command::Export {
             souffle: _,
             files,

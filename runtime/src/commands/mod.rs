@@ -7,6 +7,7 @@
 pub mod check;
 pub mod compile;
 pub mod export;
+pub mod gen;
 pub mod run;
 
 use netc_compiler::Compilation;
