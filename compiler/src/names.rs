@@ -27,7 +27,9 @@ pub fn edit_distance(a: &str, b: &str) -> usize {
     for (i, ca) in a.iter().enumerate() {
         let mut cur = vec![i + 1; b.len() + 1];
         for (j, cb) in b.iter().enumerate() {
-            cur[j + 1] = (prev[j] + usize::from(ca != cb)).min(prev[j + 1] + 1).min(cur[j] + 1);
+            cur[j + 1] = (prev[j] + usize::from(ca != cb))
+                .min(prev[j + 1] + 1)
+                .min(cur[j] + 1);
         }
         prev = cur;
     }
@@ -44,7 +46,11 @@ mod tests {
         assert_eq!(closest("edg", ["edge", "path"]), Some("edge"));
         assert_eq!(closest("pathh", ["path", "edge"]), Some("path"));
         assert_eq!(closest("xyz", ["edge", "path"]), None);
-        assert_eq!(closest("edge", ["edge"]), None, "a word is not a typo of itself");
+        assert_eq!(
+            closest("edge", ["edge"]),
+            None,
+            "a word is not a typo of itself"
+        );
         assert_eq!(edit_distance("kitten", "sitting"), 3);
     }
 }
