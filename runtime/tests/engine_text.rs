@@ -197,6 +197,9 @@ fl(1.5). fl(2.25).
 fsum(s) :- s = sum x : { fl(x) }.
 .decl big(n: number)
 big(n) :- nat(n), n >= 3, !ok().
+.decl pow2(n: number)
+pow2(n) :- n = 1.
+pow2(y) :- pow2(x), y = x * 2, y < 20.
 "#,
     );
     let mut e = Engine::new(plan.clone(), 2).unwrap();
@@ -211,6 +214,12 @@ big(n) :- nat(n), n >= 3, !ok().
         vec![vec![Value::Float(netc_compiler::value::F64(3.75))]]
     );
     assert_eq!(e.len(rel(&plan, "big")), 0);
+    let pow2: Vec<_> = [1, 2, 4, 8, 16].into_iter().map(num).collect();
+    assert_eq!(
+        e.contents(rel(&plan, "pow2")),
+        pow2,
+        "a rule without atoms inside a loop"
+    );
     // Retracting the fact that starts the recursion empties it, and the
     // nullary relation with it.
     let mut t = Transaction::new();
