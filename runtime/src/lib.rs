@@ -16,3 +16,4 @@ pub mod engine;
 pub mod gen;
 pub mod intent;
 pub mod io;
+pub mod placement;

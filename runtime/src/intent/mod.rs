@@ -42,10 +42,14 @@ pub fn load(intent: &[PathBuf], rules_dir: Option<&Path>) -> std::io::Result<Com
     Ok(c)
 }
 
-/// Evaluates the plan from scratch.
+/// Evaluates the plan from scratch, then runs the VIP placement built-in
+/// (`crate::placement::place_into`: unless the intent pins `vip_placement`
+/// itself, the placement is computed from the `placement_*` relations and
+/// committed as `vip_placement` rows).
 pub fn evaluate(plan: Arc<Plan>, workers: usize) -> Result<Engine, EngineError> {
     let mut engine = Engine::new(plan, workers)?;
     engine.commit(Transaction::new())?;
+    crate::placement::place_into(&mut engine)?;
     Ok(engine)
 }
 

@@ -1,0 +1,346 @@
+//! Duet's greedy VIP assignment with the sticky rule (thesis §2.3.1–2.3.2).
+//!
+//! Expects a [`Model`], its [`Routes`], an [`order`] of endpoints and a
+//! prefix of already-decided [`Step`]s. Guarantees (specs/intent.md §5):
+//! - endpoints are taken in [`order`]: VIPs by decreasing total traffic
+//!   (ties: lower address), each followed by its TIPs (ascending);
+//! - for every candidate switch `s` (all of `placement_switch`, by name) the
+//!   endpoint's [`Load`] at `s` is its table entries on `s` and its traffic
+//!   on the links: source -> s, then s -> the ToRs of its members in
+//!   proportion to their slots ([`Routes::leg`]); a TIP's traffic is its
+//!   VIP's total / k, entering at the VIP's switch;
+//! - MRU(s) = max utilisation over EVERY resource (all tables of all
+//!   switches, all links at `capacity × headroom`) after adding the load;
+//!   LRU(s) = the max over the resources the load touches. The best switch
+//!   has the lowest (MRU, LRU), ties by name; "lower" means lower by more
+//!   than [`EPS`];
+//! - the lowest MRU above 1 (+[`EPS`]) ends the greedy: this endpoint is
+//!   [`Outcome::Stopped`] and every later one is [`Outcome::Unplaced`]
+//!   (thesis: "the algorithm terminates");
+//! - sticky: a previous switch that is feasible (MRU ≤ 1) is kept unless
+//!   MRU(prev) − MRU(best) > delta (+[`EPS`]);
+//! - replaying from step `p` with the steps before `p` gives bit for bit the
+//!   run from scratch (loads are re-added in the same order).
+
+use super::model::{Endpoint, EndpointSpec, Model, Tables};
+use super::routes::Routes;
+use netc_compiler::value::Sym;
+use std::collections::BTreeMap;
+
+/// Tolerance of every comparison between utilisations, so that float
+/// rounding never decides a placement.
+pub const EPS: f64 = 1e-9;
+
+/// One endpoint in greedy order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Item {
+    pub ep: Endpoint,
+    /// The VIP it belongs to (itself for a VIP).
+    pub vip: Endpoint,
+    pub tip: bool,
+}
+
+/// What an endpoint adds on the switch it is placed on.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Load {
+    /// Index into [`Ctx::switches`].
+    pub switch: usize,
+    pub need: Tables,
+    /// (link index, Mbps), by link index.
+    pub links: Vec<(usize, f64)>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Outcome {
+    Placed(Load),
+    /// On the SMuxes: after the greedy stopped, or a TIP of an unplaced VIP.
+    Unplaced,
+    /// Fit nowhere: the greedy ended here; on the SMuxes.
+    Stopped,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Step {
+    pub item: Item,
+    pub outcome: Outcome,
+}
+
+/// Resources of one run: switch tables and link capacities.
+pub struct Ctx<'a> {
+    pub model: &'a Model,
+    pub routes: &'a Routes,
+    /// Candidate switches in name order.
+    pub switches: Vec<Sym>,
+    index: BTreeMap<Sym, usize>,
+    free: Vec<Tables>,
+    /// Per link (Routes index): capacity_mbps × headroom.
+    cap: Vec<f64>,
+}
+
+impl<'a> Ctx<'a> {
+    pub fn new(model: &'a Model, routes: &'a Routes) -> Ctx<'a> {
+        let switches: Vec<Sym> = model.fabric.switches.keys().copied().collect();
+        let index = switches.iter().copied().zip(0..).collect();
+        let free = model.fabric.switches.values().copied().collect();
+        let h = model.params.link_headroom;
+        let cap = routes
+            .links
+            .iter()
+            .map(|l| model.fabric.links.get(l).copied().unwrap_or(0) as f64 * h)
+            .collect();
+        Ctx {
+            model,
+            routes,
+            switches,
+            index,
+            free,
+            cap,
+        }
+    }
+}
+
+/// Running totals: entries used per switch, Mbps per link, and the highest
+/// utilisation of any resource.
+struct State {
+    used: Vec<Tables>,
+    link: Vec<f64>,
+    max_util: f64,
+}
+
+/// A candidate's evaluation.
+struct Eval {
+    mru: f64,
+    lru: f64,
+    load: Load,
+}
+
+fn util(used: f64, cap: f64) -> f64 {
+    if cap > 0.0 {
+        used / cap
+    } else if used == 0.0 {
+        0.0
+    } else {
+        f64::INFINITY
+    }
+}
+
+/// `a` is lower than `b` by more than [`EPS`].
+fn lower(a: f64, b: f64) -> bool {
+    a < b - EPS
+}
+
+/// Endpoints in greedy order.
+pub fn order(model: &Model) -> Vec<Item> {
+    let mut vips: Vec<(&Endpoint, i64)> = model
+        .vips
+        .iter()
+        .map(|(v, s)| (v, s.total_traffic()))
+        .collect();
+    vips.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let mut out = Vec::new();
+    for (v, _) in vips {
+        out.push(Item {
+            ep: *v,
+            vip: *v,
+            tip: false,
+        });
+        for t in model.vips[v].tips.keys() {
+            out.push(Item {
+                ep: *t,
+                vip: *v,
+                tip: true,
+            });
+        }
+    }
+    out
+}
+
+/// Runs the greedy over `order`, keeping `prefix` (the first steps of an
+/// earlier run over the same items) and deciding the rest; `previous` is the
+/// sticky rule's current placement. Returns every step and counts the
+/// endpoints it evaluated into `evaluated`.
+pub fn run(
+    ctx: &Ctx,
+    order: &[Item],
+    prefix: &[Step],
+    previous: &BTreeMap<Endpoint, Sym>,
+    evaluated: &mut usize,
+) -> Vec<Step> {
+    let mut state = State {
+        used: vec![[0; 3]; ctx.switches.len()],
+        link: vec![0.0; ctx.cap.len()],
+        max_util: 0.0,
+    };
+    let mut at: BTreeMap<Endpoint, usize> = BTreeMap::new();
+    let mut stopped = false;
+    let mut steps = Vec::with_capacity(order.len());
+    for s in prefix {
+        match &s.outcome {
+            Outcome::Placed(load) => {
+                add(&mut state, load);
+                at.insert(s.item.ep, load.switch);
+            }
+            Outcome::Stopped => stopped = true,
+            Outcome::Unplaced => {}
+        }
+        steps.push(s.clone());
+    }
+    state.max_util = scan_max(ctx, &state);
+    for item in &order[prefix.len()..] {
+        let outcome = if stopped {
+            Outcome::Unplaced
+        } else {
+            match decide(ctx, &state, item, &at, previous, evaluated) {
+                Some(Some(e)) => {
+                    add(&mut state, &e.load);
+                    state.max_util = e.mru;
+                    at.insert(item.ep, e.load.switch);
+                    Outcome::Placed(e.load)
+                }
+                Some(None) => {
+                    stopped = true;
+                    Outcome::Stopped
+                }
+                None => Outcome::Unplaced,
+            }
+        };
+        steps.push(Step {
+            item: item.clone(),
+            outcome,
+        });
+    }
+    steps
+}
+
+fn add(state: &mut State, load: &Load) {
+    for i in 0..3 {
+        state.used[load.switch][i] += load.need[i];
+    }
+    for &(l, x) in &load.links {
+        state.link[l] += x;
+    }
+}
+
+fn scan_max(ctx: &Ctx, state: &State) -> f64 {
+    let mut m: f64 = 0.0;
+    for (used, free) in state.used.iter().zip(&ctx.free) {
+        for (u, f) in used.iter().zip(free) {
+            m = m.max(util(*u as f64, *f as f64));
+        }
+    }
+    for (x, cap) in state.link.iter().zip(&ctx.cap) {
+        m = m.max(util(*x, *cap));
+    }
+    m
+}
+
+/// `None`: not evaluated (a TIP of an unplaced VIP); `Some(None)`: fits
+/// nowhere (the greedy stops); `Some(Some(e))`: the chosen switch.
+fn decide(
+    ctx: &Ctx,
+    state: &State,
+    item: &Item,
+    at: &BTreeMap<Endpoint, usize>,
+    previous: &BTreeMap<Endpoint, Sym>,
+    evaluated: &mut usize,
+) -> Option<Option<Eval>> {
+    let vip = ctx.model.vips.get(&item.vip)?;
+    let (spec, sources): (&EndpointSpec, Vec<(Sym, f64)>) = if item.tip {
+        let vs = *at.get(&item.vip)?;
+        let k = vip.tips.len() as f64;
+        (
+            vip.tips.get(&item.ep)?,
+            vec![(ctx.switches[vs], vip.total_traffic() as f64 / k)],
+        )
+    } else {
+        let src = vip.traffic.iter().map(|(s, m)| (*s, *m as f64)).collect();
+        (&vip.endpoint, src)
+    };
+    *evaluated += 1;
+    let evals: Vec<Option<Eval>> = (0..ctx.switches.len())
+        .map(|s| evaluate(ctx, state, spec, &sources, s))
+        .collect();
+    let mut best: Option<&Eval> = None;
+    for e in evals.iter().flatten() {
+        let better = match best {
+            None => true,
+            Some(b) => lower(e.mru, b.mru) || (!lower(b.mru, e.mru) && lower(e.lru, b.lru)),
+        };
+        if better {
+            best = Some(e);
+        }
+    }
+    let best = match best {
+        Some(b) if b.mru <= 1.0 + EPS => b,
+        _ => return Some(None),
+    };
+    let mut chosen = best;
+    if let Some(p) = previous.get(&item.ep).and_then(|p| ctx.index.get(p)) {
+        if let Some(pe) = &evals[*p] {
+            if *p != best.load.switch
+                && pe.mru <= 1.0 + EPS
+                && pe.mru - best.mru <= ctx.model.params.delta + EPS
+            {
+                chosen = pe;
+            }
+        }
+    }
+    let idx = chosen.load.switch;
+    evals.into_iter().nth(idx).flatten().map(Some)
+}
+
+/// The load, MRU and LRU of placing `spec` with traffic `sources` on switch
+/// `s`; `None` if a leg cannot reach its end or a resource has no capacity.
+fn evaluate(
+    ctx: &Ctx,
+    state: &State,
+    spec: &EndpointSpec,
+    sources: &[(Sym, f64)],
+    s: usize,
+) -> Option<Eval> {
+    let sw = ctx.switches[s];
+    let slots: i64 = spec.members.values().sum();
+    let mut load: BTreeMap<usize, f64> = BTreeMap::new();
+    let mut leg = |from: Sym, to: Sym, amount: f64| -> Option<()> {
+        if from == to || amount == 0.0 {
+            return Some(());
+        }
+        for &(l, f) in ctx.routes.leg(from, to)?.iter() {
+            *load.entry(l).or_insert(0.0) += amount * f;
+        }
+        Some(())
+    };
+    for &(src, mbps) in sources {
+        leg(src, sw, mbps)?;
+        for (tor, n) in &spec.members {
+            leg(sw, *tor, mbps * *n as f64 / slots as f64)?;
+        }
+    }
+    let mut lru: f64 = 0.0;
+    for i in 0..3 {
+        if spec.need[i] > 0 {
+            let u = util(
+                (state.used[s][i] + spec.need[i]) as f64,
+                ctx.free[s][i] as f64,
+            );
+            lru = lru.max(u);
+        }
+    }
+    for (&l, &x) in &load {
+        if x > 0.0 {
+            lru = lru.max(util(state.link[l] + x, ctx.cap[l]));
+        }
+    }
+    if lru.is_infinite() || lru.is_nan() {
+        return None;
+    }
+    Some(Eval {
+        mru: state.max_util.max(lru),
+        lru,
+        load: Load {
+            switch: s,
+            need: spec.need,
+            links: load.into_iter().collect(),
+        },
+    })
+}

@@ -1,0 +1,108 @@
+//! VIP placement (Duet thesis §2.3): the built-in between two evaluations.
+//!
+//! Placement is a sequential greedy with a sticky rule, not natural Datalog,
+//! so it is a Rust built-in that reads relations and writes one
+//! (specs/intent.md §5):
+//!
+//! ```text
+//! rules --placement_need/_switch/_link/_member_tor/_tip (derived),
+//!         placement_traffic/_previous/_params (input)--> built-in
+//!       --vip_placement(vip, switch)--> rules (p4_vip, p4_ecmp_member, ...)
+//! ```
+//!
+//! Map, in the order data flows:
+//! - `model.rs`: the inputs grouped by VIP ([`Model`], [`VipSpec`]) and
+//!   [`model::read`], which reads them from an [`Engine`];
+//! - `routes.rs`: hop-by-hop ECMP legs over shortest paths;
+//! - `greedy.rs`: the greedy (decreasing traffic, lowest max resource
+//!   utilisation, stop at the first endpoint that fits nowhere, sticky δ);
+//! - `incremental.rs`: [`Placement`], computed once and then updated per VIP
+//!   change ([`Placement::update`] returns the minimal [`Delta`]).
+//!
+//! [`place_into`] is what `netc compile`/`check` run (from
+//! `intent::evaluate`): after the first evaluation, unless the intent pins
+//! the placement itself with `vip_placement` facts (explicit facts win, all
+//! of them: the built-in then writes nothing), it computes the placement
+//! and commits it as `vip_placement` rows.
+//!
+//! Architecture invariant: the built-in reads and writes relations only
+//! through [`Engine::contents`] and [`Engine::commit`]; the rules never see
+//! anything but `vip_placement`.
+
+pub mod greedy;
+pub mod incremental;
+pub mod model;
+pub mod routes;
+
+#[cfg(test)]
+mod tests;
+
+pub use incremental::{Delta, Placement, UpdateStats, VipChange};
+pub use model::{Endpoint, EndpointSpec, Fabric, Inputs, Model, Params, VipSpec};
+
+use crate::engine::{Engine, EngineError};
+
+/// The placement inputs hold a value the built-in cannot use and that no
+/// `error_*` rule reports.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlacementError {
+    #[error(
+        "relation `{relation}`, column `{column}`: `{value}` cannot be used: expected {expected}"
+    )]
+    BadValue {
+        relation: String,
+        column: String,
+        value: String,
+        expected: String,
+    },
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+}
+
+impl From<PlacementError> for EngineError {
+    /// `intent::evaluate` reports engine errors; a bad placement input is
+    /// reported like a row of the wrong type (relation, column, value, what
+    /// was expected).
+    fn from(e: PlacementError) -> EngineError {
+        match e {
+            PlacementError::BadValue {
+                relation,
+                column,
+                value,
+                expected,
+            } => EngineError::Type {
+                relation,
+                column,
+                expected,
+                value,
+            },
+            PlacementError::Engine(e) => e,
+        }
+    }
+}
+
+/// The built-in as `intent::evaluate` runs it: if the program has the
+/// placement relations, the intent has no `vip_placement` facts and there
+/// is at least one endpoint, computes the placement, commits its rows and
+/// returns it. `Ok(None)` when it did nothing.
+pub fn place_into(engine: &mut Engine) -> Result<Option<Placement>, PlacementError> {
+    let Some(vp) = engine.plan().relation_id("vip_placement") else {
+        return Ok(None);
+    };
+    if !engine.base_facts(vp).is_empty() {
+        return Ok(None);
+    }
+    let Some(inputs) = model::read(engine)? else {
+        return Ok(None);
+    };
+    if inputs.model.vips.is_empty() {
+        return Ok(None);
+    }
+    let placement = Placement::from_inputs(inputs);
+    let mut tx = crate::engine::Transaction::new();
+    for row in placement.rows() {
+        tx.insert(vp, row);
+    }
+    engine.commit(tx)?;
+    Ok(Some(placement))
+}
