@@ -11,6 +11,7 @@
 //! Architecture invariant: `engine` knows the plan IR and values, never the
 //! syntax tree or the command line.
 
+pub mod agent;
 pub mod commands;
 pub mod engine;
 pub mod gen;

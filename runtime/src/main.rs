@@ -182,6 +182,8 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         facts_out: Option<PathBuf>,
     },
+    /// The per-host agent: keeps the host's OVS bridge equal to its compiled flows, reports DIP health as facts.
+    Agent(commands::agent::AgentArgs),
 }
 
 fn main() -> ExitCode {
@@ -274,6 +276,7 @@ fn dispatch(cli: Cli) -> Outcome {
             facts,
             facts_out,
         } => commands::export::run(&files, facts.as_deref(), facts_out.as_deref()),
+        Command::Agent(a) => commands::agent::run(a),
         Command::Run {
             files,
             facts,

@@ -4,6 +4,7 @@
 //! Exit codes (also in `netc --help`): 0 success; 1 the program or intent has
 //! errors (diagnostics were printed); 2 usage, input or I/O errors.
 
+pub mod agent;
 pub mod check;
 pub mod compile;
 pub mod export;
