@@ -59,7 +59,7 @@ pub trait Renderer {
 pub fn renderers() -> Vec<Box<dyn Renderer>> {
     vec![
         Box::new(ovs::OvsRenderer),
-        Box::new(p4::P4Renderer::default()),
+        Box::new(p4::P4Renderer),
         Box::new(host::HostRenderer),
     ]
 }
