@@ -78,7 +78,8 @@ pub fn run(args: RunArgs) -> Outcome {
         Ok(e) => e,
         Err(e) => return Outcome::InputError(format!("engine: {e}"), None),
     };
-    if let Err(e) = engine.commit(Transaction { changes: initial }) {
+    // The initial load reports no changes, so skip building them.
+    if let Err(e) = engine.apply(Transaction { changes: initial }) {
         return Outcome::InputError(format!("engine: {e}"), None);
     }
     let stdout = std::io::stdout();
