@@ -31,4 +31,7 @@ if [ "$rc" -eq 5 ]; then
   echo "pytest collected no tests: treating as failure" >&2
   exit 1
 fi
-exit "$rc"
+[ "$rc" -eq 0 ] || exit "$rc"
+
+step "Benchmark smoke (fails only on a crash or answers that differ from clingo's)"
+python3 bench/run.py --quick --check --skip-build
