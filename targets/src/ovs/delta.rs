@@ -10,7 +10,7 @@
 //! whose actions changed (a new cookie) replaces the old one in the same
 //! transaction.
 
-use super::dump::{group_marker_cookie, marker_match, Observed, MARKER_TABLE};
+use super::dump::{fingerprint, group_marker_cookie, marker_match, Observed, MARKER_TABLE};
 use super::text::{BridgeState, Flow, Group};
 
 /// One line of a bundle and what it does (for error messages).
@@ -43,7 +43,11 @@ impl Delta {
         // group markers are flows of the intended state too
         for g in intended.groups.values() {
             want_flows.push(marker_flow(g));
-            let marker_ok = seen.markers.get(&g.id) == Some(&group_marker_cookie(g));
+            let marker_ok = seen.markers.get(&g.id) == Some(&group_marker_cookie(g))
+                && seen
+                    .group_prints
+                    .get(&g.id)
+                    .is_none_or(|p| *p == fingerprint(&g.kind, &g.buckets));
             if !seen.groups.contains(&g.id) {
                 d.add_groups.push(g.clone());
             } else if !marker_ok {

@@ -57,6 +57,8 @@ pub struct Observed {
     pub markers: BTreeMap<u32, u64>,
     /// Installed group ids.
     pub groups: BTreeSet<u32>,
+    /// Installed groups' content fingerprints ([`fingerprint`]), by id.
+    pub group_prints: BTreeMap<u32, String>,
 }
 
 impl Observed {
@@ -134,6 +136,49 @@ pub fn parse_groups(text: &str, obs: &mut Observed) -> Result<(), DumpError> {
                 text: line.to_string(),
             })?;
         obs.groups.insert(id);
+        obs.group_prints.insert(id, fingerprint_line(line));
     }
     Ok(())
+}
+
+/// The fingerprint of a group line as OVS prints it (`group_id=..,type=..,...`).
+pub fn fingerprint_line(line: &str) -> String {
+    let rest = line.split_once(',').map_or("", |x| x.1);
+    let rest = rest.strip_prefix("type=").unwrap_or(rest);
+    let (kind, buckets) = rest.split_once(',').unwrap_or((rest, ""));
+    fingerprint(kind, buckets)
+}
+
+/// What a group does, in a form both netc's text and OVS's dump reduce to:
+/// the type, then per bucket its weight (if not 1) and actions, with
+/// `mod_dl_dst:M` / `set_field:V->F` written as `F=V` (numbers in decimal),
+/// `bucket_id` and the selection method dropped. Detects a group edited
+/// behind netc's back (a bucket lost, another port, another tunnel end).
+pub fn fingerprint(kind: &str, buckets: &str) -> String {
+    let mut out = vec![kind.to_string()];
+    for b in buckets.split("bucket=").skip(1) {
+        let mut toks = Vec::new();
+        for a in b.trim_end_matches(',').split(',') {
+            let a = a.strip_prefix("actions=").unwrap_or(a);
+            if a.is_empty() || a.starts_with("bucket_id:") || a == "weight:1" {
+                continue;
+            }
+            let t = if let Some(m) = a.strip_prefix("mod_dl_dst:") {
+                format!("eth_dst={m}")
+            } else if let Some(m) = a.strip_prefix("mod_dl_src:") {
+                format!("eth_src={m}")
+            } else if let Some((v, f)) = a
+                .strip_prefix("set_field:")
+                .and_then(|x| x.split_once("->"))
+            {
+                let v = parse_u64(v).map_or(v.to_string(), |n| n.to_string());
+                format!("{f}={v}")
+            } else {
+                a.to_string()
+            };
+            toks.push(t);
+        }
+        out.push(toks.join(","));
+    }
+    out.join("|")
 }

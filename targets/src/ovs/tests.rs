@@ -248,3 +248,23 @@ proptest! {
         prop_assert_eq!(back, a);
     }
 }
+
+#[test]
+fn group_fingerprints_agree_between_netc_text_and_ovs_dumps() {
+    use super::dump::{fingerprint, fingerprint_line};
+    let ours = "selection_method=hash,fields(ip_src,ip_dst,nw_proto,tcp_src,tcp_dst),bucket=weight:2,actions=mod_dl_dst:02:00:00:00:00:01,set_field:5001->tun_id,set_field:192.168.0.13->tun_dst,output:1,bucket=weight:1,actions=resubmit(,40)";
+    let dumped = "group_id=5,type=select,selection_method=hash,fields(ip_src,ip_dst,nw_proto,tcp_src,tcp_dst),bucket=bucket_id:0,weight:2,actions=set_field:02:00:00:00:00:01->eth_dst,set_field:0x1389->tun_id,set_field:192.168.0.13->tun_dst,output:1,bucket=bucket_id:1,actions=resubmit(,40)";
+    assert_eq!(fingerprint("select", ours), fingerprint_line(dumped));
+    assert_eq!(
+        fingerprint("all", "bucket=output:10"),
+        fingerprint_line("group_id=1000,type=all,bucket=bucket_id:0,actions=output:10")
+    );
+    assert_ne!(
+        fingerprint("all", "bucket=output:10"),
+        fingerprint_line("group_id=1000,type=all,bucket=bucket_id:0,actions=output:11")
+    );
+    assert_eq!(
+        fingerprint("all", ""),
+        fingerprint_line("group_id=6,type=all")
+    );
+}
