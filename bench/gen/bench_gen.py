@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -39,12 +38,26 @@ def netc_path(arg: str | None) -> str:
 
 
 def timed(cmd: list[str], timeout: float) -> tuple[float, subprocess.CompletedProcess, int]:
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    t0 = time.perf_counter()
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    dt = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return dt, r, max(before, after)
+    """Runs cmd; returns (wall seconds, the result, the child's own peak RSS in KB)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        p = subprocess.Popen(cmd, stdout=out, stderr=err)
+        deadline = t0 + timeout
+        while True:
+            pid, status, usage = os.wait4(p.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() > deadline:
+                p.kill()
+                os.wait4(p.pid, 0)
+                raise subprocess.TimeoutExpired(cmd, timeout)
+            time.sleep(0.01)
+        dt = time.perf_counter() - t0
+        out.seek(0)
+        err.seek(0)
+        code = os.waitstatus_to_exitcode(status)
+        r = subprocess.CompletedProcess(cmd, code, out.read().decode(), err.read().decode())
+    return dt, r, usage.ru_maxrss
 
 
 def main() -> int:
