@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 step() { printf '\n==> %s\n' "$*"; }
 
 step "Python test dependencies"
+command -v ovs-vswitchd >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openvswitch-switch)
 python3 -m pip install --quiet --disable-pip-version-check -r tests/requirements.txt
 
 step "Format and lint"

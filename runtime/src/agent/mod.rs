@@ -18,7 +18,8 @@
 //! stderr (host, bridge, flow) and retried next tick; the daemon never
 //! exits on a device error. With `once`, it does one reconcile and one
 //! probe round and returns the first error instead.
-//! Detection time of a dead DIP ≤ `fall` × interval + timeout.
+//! Detection time of a dead DIP ≤ (`fall` + 1) × interval + timeout (the
+//! first failed probe comes up to one interval after the death).
 
 pub mod doc;
 pub mod health;

@@ -14,7 +14,7 @@ use std::time::Duration;
 #[command(after_help = concat!(
     "Reads DIR/ovs/<host>.flows, DIR/ovs/<host>.groups and DIR/host/<host>.json (re-read when they change).\n",
     "Health is written as `dip_health(tenant, vm, proto, port, \"up\"|\"down\").` facts: pass the file to the next `netc compile`.\n",
-    "Detection time of a dead DIP <= --fall x --interval-ms + --timeout-ms. Stop the daemon with SIGTERM.\n\n",
+    "Detection time of a dead DIP <= (--fall + 1) x --interval-ms + --timeout-ms. Stop the daemon with SIGTERM.\n\n",
     "Exit codes: 0 success · 2 usage, input, I/O or device error (--once)"
 ))]
 pub struct AgentArgs {
