@@ -66,6 +66,22 @@ enum Command {
         #[arg(long, value_name = "SCRIPT")]
         updates: Option<PathBuf>,
     },
+    /// Each switch's table use against a capacity model (Duet: host 16K, ECMP 4K, tunnel 512; or Tofino stages/SRAM/TCAM).
+    #[command(after_help = "Exit codes: 0 every switch fits · 1 a switch is over capacity, or a row does not fit p4/netc.p4 · 2 usage, input or I/O error")]
+    Capacity {
+        /// Intent files (.ndl facts).
+        #[arg(required = true)]
+        intent: Vec<PathBuf>,
+        /// Capacity model: duet or tofino.
+        #[arg(long, default_value = "duet")]
+        profile: String,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// Use the .ndl files of DIR instead of the standard rules built into netc.
+        #[arg(long, value_name = "DIR")]
+        rules: Option<PathBuf>,
+    },
     /// Compile network intent with the standard rules into per-device artifacts.
     #[command(after_help = concat!(
         "Writes DIR/relations/<relation>.csv for every located output relation (tab-separated, sorted).\n",
@@ -213,6 +229,18 @@ fn dispatch(cli: Cli) -> Outcome {
             dump_after: dump_after.as_deref(),
             intent,
             rules: rules.as_deref(),
+        }),
+        Command::Capacity {
+            intent,
+            profile,
+            json,
+            rules,
+        } => commands::capacity::run(commands::capacity::CapacityArgs {
+            intent: &intent,
+            rules: rules.as_deref(),
+            profile: &profile,
+            json,
+            workers: 1,
         }),
         Command::Compile {
             intent,

@@ -5,6 +5,7 @@
 //! errors (diagnostics were printed); 2 usage, input or I/O errors.
 
 pub mod agent;
+pub mod capacity;
 pub mod check;
 pub mod compile;
 pub mod export;

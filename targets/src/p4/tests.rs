@@ -207,3 +207,27 @@ fn acl_wildcards_are_omitted_and_ranges_kept() {
     );
     assert_eq!(t.priority, 100);
 }
+
+#[test]
+fn tofino_model_counts_range_expansion_in_tcam_and_flags_overflow() {
+    use entries::{Match, TableEntry, Target};
+    let acl = |i: u32| {
+        Entity::Table(TableEntry {
+            table: &schema::ACL,
+            matches: vec![(2, Match::Ternary(0x0a00_0000 + i as u128, 0xffff_ffff)), (4, Match::Range(1, 65534))],
+            priority: 1 + i as i32,
+            target: Target::Action(entries::ActionCall { spec: &schema::DROP, args: vec![] }),
+            is_default: false,
+            source: format!("acl {i}"),
+        })
+    };
+    let few: Vec<Entity> = (0..10).map(acl).collect();
+    let u = resources::usage("s", &few, resources::Profile::Tofino);
+    let t = u.tables.iter().find(|t| t.table == "acl").unwrap();
+    assert_eq!((t.entries, t.hw_entries, t.tcam_blocks), (10, 300, 2)); // 88-bit key: 2 blocks wide, 1 deep
+    assert!(u.ok());
+    let many: Vec<Entity> = (0..3000).map(acl).collect();
+    let u = resources::usage("s", &many, resources::Profile::Tofino);
+    let e = resources::check(&u).unwrap_err();
+    assert!(e.to_string().contains("`tcam`") && e.to_string().contains("switch `s`"), "{e}");
+}
