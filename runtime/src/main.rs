@@ -173,6 +173,37 @@ enum Command {
         #[arg(long)]
         flows: Option<u32>,
     },
+    /// Prove isolation and affinity on the artifacts that will be pushed (specs/invariants.md).
+    #[command(after_help = concat!(
+        "`netc verify INTENT...` compiles, then verifies; `--artifacts DIR [INTENT...]` verifies a directory written by `netc compile`\n",
+        "(against the intent when given, else against the host agents' rows). `--against OLD` (a previous artifact directory) adds AFF-2.\n\n",
+        "Exit codes: 0 proven · 1 an invariant is violated (counterexamples printed) · 2 usage, input or I/O error"
+    ))]
+    Verify {
+        /// Intent files (.ndl facts).
+        intent: Vec<PathBuf>,
+        /// Verify this artifact directory instead of compiling the intent.
+        #[arg(long, value_name = "DIR")]
+        artifacts: Option<PathBuf>,
+        /// A previous generation's artifact directory: also check AFF-2 for the change.
+        #[arg(long, value_name = "DIR")]
+        against: Option<PathBuf>,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+        /// Write a JUnit XML report (one test case per invariant).
+        #[arg(long, value_name = "FILE")]
+        junit: Option<PathBuf>,
+        /// Write the counterexample packets as a pcap (Scapy: rdpcap / sendp).
+        #[arg(long, value_name = "FILE")]
+        pcap: Option<PathBuf>,
+        /// Use the .ndl files of DIR instead of the standard rules built into netc.
+        #[arg(long, value_name = "DIR")]
+        rules: Option<PathBuf>,
+        /// Counterexamples shown per invariant (violations are all counted).
+        #[arg(long, default_value_t = 3)]
+        limit: usize,
+    },
     /// Print the program in another engine's language (Souffle), for cross-checking.
     #[command(after_help = concat!(
         "Network types are encoded as numbers (ipv4, mac: unsigned; prefix4: network << 8 | length; ipv6: symbols);\n",
@@ -298,6 +329,25 @@ fn dispatch(cli: Cli) -> Outcome {
             },
             &out,
         ),
+        Command::Verify {
+            intent,
+            artifacts,
+            against,
+            json,
+            junit,
+            pcap,
+            rules,
+            limit,
+        } => commands::verify::run(commands::verify::VerifyArgs {
+            intent: &intent,
+            artifacts: artifacts.as_deref(),
+            against: against.as_deref(),
+            json,
+            junit: junit.as_deref(),
+            pcap: pcap.as_deref(),
+            rules: rules.as_deref(),
+            limit,
+        }),
         Command::Export {
             souffle: _,
             files,

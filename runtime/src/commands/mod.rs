@@ -11,6 +11,7 @@ pub mod compile;
 pub mod export;
 pub mod gen;
 pub mod run;
+pub mod verify;
 
 use netc_compiler::Compilation;
 use std::process::ExitCode;

@@ -1,0 +1,474 @@
+//! The OVS model: one bridge's flow tables and groups, run on a set of packets.
+//!
+//! Expects flows/groups as text (`artifacts.rs`), parsed by `ofctl.rs`.
+//! Guarantees: [`Bridge::run`] follows OpenFlow semantics for the modelled
+//! subset — in a table the highest-priority matching flow wins (a flow's hit
+//! set is the packets it matches minus every earlier flow's, by priority
+//! then file order), `resubmit` runs another table, `group` runs every
+//! bucket (`all`: each copy; `select`: each possible choice), a table miss
+//! drops — and returns one [`Outcome`] per (path, end) with the exact set of
+//! *original* packets that take it. Writes are tracked per path as
+//! [`Val`]s: a constant, an alias of an original header field (ARP
+//! responder swaps), or unknown (conntrack NAT ports/state), which is
+//! over-approximated: an unknown field may match any flow and masks none.
+
+use crate::artifacts::{FlowText, GroupText};
+use crate::ofctl::{self, Action, Constraint, Nat, OfctlError};
+use crate::space::{Field, Space};
+use biodivine_lib_bdd::Bdd;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
+use std::rc::Rc;
+
+/// The value of a field on a path, relative to the packet as sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Val {
+    Const(u128),
+    /// Equal to this original header field.
+    Alias(Field),
+    Unknown,
+}
+
+/// A set of packets on one path: the original headers that take it, and
+/// what the path wrote so far.
+#[derive(Clone, Debug)]
+pub struct Pkt {
+    pub set: Bdd,
+    pub over: BTreeMap<Field, Val>,
+}
+
+impl Pkt {
+    pub fn read(&self, f: Field) -> Val {
+        match self.over.get(&f) {
+            Some(v) => *v,
+            None if f.is_header() => Val::Alias(f),
+            None => Val::Const(0),
+        }
+    }
+    /// The constraint as a set of original packets; `None` = cannot match;
+    /// the flag is false when an unknown field made the answer approximate.
+    pub fn constrain(&self, space: &Space, c: &Constraint) -> Option<(Bdd, bool)> {
+        match self.read(c.field) {
+            Val::Const(x) => ((x & c.mask) == (c.value & c.mask)).then(|| (space.all(), true)),
+            Val::Alias(g) => Some((space.field_eq(g, c.value, c.mask), true)),
+            Val::Unknown => Some((space.all(), false)),
+        }
+    }
+}
+
+/// One step of a path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hop {
+    Flow {
+        bridge: u32,
+        flow: u32,
+    },
+    Group {
+        bridge: u32,
+        group: u32,
+        bucket: u32,
+    },
+    /// A load-balancer instance's entry (index into `Network::lb_rows`).
+    Lb {
+        row: u32,
+    },
+    /// The underlay carried a tunnel packet to this address.
+    Underlay {
+        to: u32,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum End {
+    Deliver { port: u32 },
+    Tunnel { tun_id: u128, tun_dst: u32 },
+    Uplink,
+    Drop { why: String },
+}
+
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    pub device: u32,
+    pub pkt: Pkt,
+    pub path: Vec<Hop>,
+    pub end: End,
+}
+
+pub struct Flow {
+    pub text: FlowText,
+    pub matches: Vec<Constraint>,
+    pub actions: Vec<Action>,
+}
+
+pub struct Group {
+    pub text: GroupText,
+    pub buckets: Vec<Vec<Action>>,
+}
+
+/// A flow that may match, with the part of the packet space it wins.
+struct Applicable {
+    flow: u32,
+    m: Bdd,
+    shadow: Bdd,
+}
+
+pub struct Bridge {
+    pub name: String,
+    pub index: u32,
+    pub flows: Vec<Flow>,
+    pub groups: BTreeMap<u32, Group>,
+    tables: BTreeMap<u8, Vec<u32>>,
+    keys: BTreeMap<u8, Vec<Field>>,
+    cache: RefCell<HashMap<(u8, Vec<Val>), Rc<(Vec<Applicable>, Option<Bdd>)>>>,
+}
+
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{at}: {source}")]
+pub struct FlowError {
+    pub at: String,
+    pub source: OfctlError,
+}
+
+const MAX_RESUBMIT: usize = 64;
+
+impl Bridge {
+    pub fn new(
+        name: &str,
+        index: u32,
+        flows: &[FlowText],
+        groups: &[GroupText],
+    ) -> Result<Bridge, FlowError> {
+        let mut fl = Vec::new();
+        for f in flows {
+            let e = |source| FlowError {
+                at: f.at.clone(),
+                source,
+            };
+            fl.push(Flow {
+                text: f.clone(),
+                matches: ofctl::parse_match(&f.matches).map_err(e)?,
+                actions: ofctl::parse_actions(&f.actions).map_err(e)?,
+            });
+        }
+        let mut tables: BTreeMap<u8, Vec<u32>> = BTreeMap::new();
+        for (i, f) in fl.iter().enumerate() {
+            tables.entry(f.text.table).or_default().push(i as u32);
+        }
+        for v in tables.values_mut() {
+            v.sort_by_key(|&i| std::cmp::Reverse(fl[i as usize].text.priority));
+        }
+        let keys = tables
+            .iter()
+            .map(|(t, ids)| {
+                let mut v: Vec<Field> = ids
+                    .iter()
+                    .flat_map(|&i| fl[i as usize].matches.iter().map(|c| c.field))
+                    .collect();
+                v.sort();
+                v.dedup();
+                (*t, v)
+            })
+            .collect();
+        let mut gs = BTreeMap::new();
+        for g in groups {
+            let buckets = ofctl::parse_buckets(&g.buckets).map_err(|source| FlowError {
+                at: g.at.clone(),
+                source,
+            })?;
+            gs.insert(
+                g.id,
+                Group {
+                    text: g.clone(),
+                    buckets,
+                },
+            );
+        }
+        Ok(Bridge {
+            name: name.to_string(),
+            index,
+            flows: fl,
+            groups: gs,
+            tables,
+            keys,
+            cache: RefCell::new(HashMap::new()),
+        })
+    }
+
+    fn applicable(
+        &self,
+        space: &Space,
+        pkt: &Pkt,
+        table: u8,
+    ) -> Rc<(Vec<Applicable>, Option<Bdd>)> {
+        let key: Vec<Val> = self
+            .keys
+            .get(&table)
+            .into_iter()
+            .flatten()
+            .map(|f| pkt.read(*f))
+            .collect();
+        if let Some(hit) = self.cache.borrow().get(&(table, key.clone())) {
+            return hit.clone();
+        }
+        let mut out = Vec::new();
+        let mut acc = space.none();
+        for &i in self.tables.get(&table).into_iter().flatten() {
+            let f = &self.flows[i as usize];
+            let mut m = space.all();
+            let mut exact = true;
+            let mut possible = true;
+            for c in &f.matches {
+                match pkt.constrain(space, c) {
+                    None => {
+                        possible = false;
+                        break;
+                    }
+                    Some((b, e)) => {
+                        m = m.and(&b);
+                        exact &= e;
+                    }
+                }
+            }
+            if !possible || m.is_false() {
+                continue;
+            }
+            out.push(Applicable {
+                flow: i,
+                m: m.clone(),
+                shadow: acc.clone(),
+            });
+            if exact {
+                acc = acc.or(&m);
+            }
+        }
+        // Packets no flow matches (None when a flow matches everything).
+        let miss = if acc.is_true() { None } else { Some(acc.not()) };
+        let rc = Rc::new((out, miss));
+        self.cache.borrow_mut().insert((table, key), rc.clone());
+        rc
+    }
+
+    /// Runs `table` on `pkt`; appends every outcome to `out`.
+    pub fn run(
+        &self,
+        space: &Space,
+        pkt: &Pkt,
+        table: u8,
+        path: &[Hop],
+        keep_drops: bool,
+        out: &mut Vec<Outcome>,
+    ) {
+        self.run_depth(space, pkt, table, path, keep_drops, out, 0)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn run_depth(
+        &self,
+        space: &Space,
+        pkt: &Pkt,
+        table: u8,
+        path: &[Hop],
+        keep_drops: bool,
+        out: &mut Vec<Outcome>,
+        depth: usize,
+    ) {
+        if depth > MAX_RESUBMIT {
+            out.push(self.end(
+                pkt.clone(),
+                path,
+                End::Drop {
+                    why: "resubmit depth exceeded (a loop?)".into(),
+                },
+            ));
+            return;
+        }
+        let app = self.applicable(space, pkt, table);
+        for a in &app.0 {
+            let hit = pkt.set.and(&a.m);
+            if hit.is_false() {
+                continue;
+            }
+            let hit = if a.shadow.is_false() {
+                hit
+            } else {
+                hit.and_not(&a.shadow)
+            };
+            if hit.is_false() {
+                continue;
+            }
+            let mut p = path.to_vec();
+            p.push(Hop::Flow {
+                bridge: self.index,
+                flow: a.flow,
+            });
+            let next = Pkt {
+                set: hit,
+                over: pkt.over.clone(),
+            };
+            let acts = &self.flows[a.flow as usize].actions;
+            self.exec(space, next, acts, &p, keep_drops, out, depth);
+        }
+        if keep_drops {
+            if let Some(miss) = &app.1 {
+                let m = pkt.set.and(miss);
+                if !m.is_false() {
+                    let p = Pkt {
+                        set: m,
+                        over: pkt.over.clone(),
+                    };
+                    out.push(self.end(
+                        p,
+                        path,
+                        End::Drop {
+                            why: format!("table {table} miss"),
+                        },
+                    ));
+                }
+            }
+        }
+    }
+
+    fn end(&self, pkt: Pkt, path: &[Hop], end: End) -> Outcome {
+        Outcome {
+            device: self.index,
+            pkt,
+            path: path.to_vec(),
+            end,
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn exec(
+        &self,
+        space: &Space,
+        mut pkt: Pkt,
+        actions: &[Action],
+        path: &[Hop],
+        keep_drops: bool,
+        out: &mut Vec<Outcome>,
+        depth: usize,
+    ) {
+        let mut emitted = false;
+        for a in actions {
+            match a {
+                Action::Drop => {}
+                Action::Set(f, v) => {
+                    pkt.over.insert(*f, Val::Const(*v));
+                }
+                Action::Move { src, dst } => {
+                    let v = pkt.read(*src);
+                    pkt.over.insert(*dst, v);
+                }
+                Action::Resubmit(t) => {
+                    emitted = true;
+                    self.run_depth(space, &pkt, *t, path, keep_drops, out, depth + 1);
+                }
+                Action::Output(port) => {
+                    emitted = true;
+                    let end = match port {
+                        1 => match (pkt.read(Field::TunId), pkt.read(Field::TunDst)) {
+                            (Val::Const(id), Val::Const(dst)) => End::Tunnel {
+                                tun_id: id,
+                                tun_dst: dst as u32,
+                            },
+                            _ => End::Drop {
+                                why: "output to the tunnel port without a constant tun_id/tun_dst"
+                                    .into(),
+                            },
+                        },
+                        2 => End::Uplink,
+                        // OpenFlow never sends a packet back out of its
+                        // in_port with output:P (only with IN_PORT).
+                        p if pkt.read(Field::InPort) == Val::Const(u128::from(*p)) => continue,
+                        p => End::Deliver { port: *p },
+                    };
+                    out.push(self.end(pkt.clone(), path, end));
+                }
+                Action::InPort => {
+                    emitted = true;
+                    let end = match pkt.read(Field::InPort) {
+                        Val::Const(1) => match (pkt.read(Field::TunId), pkt.read(Field::TunDst)) {
+                            (Val::Const(id), Val::Const(dst)) => End::Tunnel {
+                                tun_id: id,
+                                tun_dst: dst as u32,
+                            },
+                            _ => End::Drop {
+                                why: "IN_PORT on the tunnel port without a constant tun_id/tun_dst"
+                                    .into(),
+                            },
+                        },
+                        Val::Const(2) => End::Uplink,
+                        Val::Const(p) => End::Deliver { port: p as u32 },
+                        _ => End::Drop {
+                            why: "IN_PORT unknown".into(),
+                        },
+                    };
+                    out.push(self.end(pkt.clone(), path, end));
+                }
+                Action::Group(g) => {
+                    emitted = true;
+                    match self.groups.get(g) {
+                        None => out.push(self.end(
+                            pkt.clone(),
+                            path,
+                            End::Drop {
+                                why: format!("group {g} does not exist"),
+                            },
+                        )),
+                        Some(group) => {
+                            for (b, bucket) in group.buckets.iter().enumerate() {
+                                let mut p = path.to_vec();
+                                p.push(Hop::Group {
+                                    bridge: self.index,
+                                    group: *g,
+                                    bucket: b as u32,
+                                });
+                                self.exec(
+                                    space,
+                                    pkt.clone(),
+                                    bucket,
+                                    &p,
+                                    keep_drops,
+                                    out,
+                                    depth + 1,
+                                );
+                            }
+                        }
+                    }
+                }
+                Action::Ct { table, nat } => {
+                    match nat {
+                        Some(Nat::Src { addr, lo, hi }) => {
+                            pkt.over.insert(Field::NwSrc, Val::Const(u128::from(*addr)));
+                            let port = if lo == hi {
+                                Val::Const(u128::from(*lo))
+                            } else {
+                                Val::Unknown
+                            };
+                            pkt.over.insert(Field::TpSrc, port);
+                        }
+                        Some(Nat::Reverse) => {
+                            pkt.over.insert(Field::NwDst, Val::Unknown);
+                            pkt.over.insert(Field::TpDst, Val::Unknown);
+                        }
+                        None => {}
+                    }
+                    pkt.over.insert(Field::CtState, Val::Unknown);
+                    if let Some(t) = table {
+                        emitted = true;
+                        self.run_depth(space, &pkt, *t, path, keep_drops, out, depth + 1);
+                    }
+                }
+            }
+        }
+        if !emitted && keep_drops {
+            out.push(self.end(
+                pkt,
+                path,
+                End::Drop {
+                    why: "dropped by the flow's actions".into(),
+                },
+            ));
+        }
+    }
+}

@@ -1,0 +1,295 @@
+//! Path invariants: ISO-1, ISO-2, ISO-3, REACH-1, ACL-1 (specs/invariants.md).
+//!
+//! Expects a [`Network`] and a [`Policy`]. Guarantees: for every VM with a
+//! port, the set of all packets it can send is traced symbolically (one
+//! trace per VM; nothing is sampled), and every outcome is checked:
+//! - ISO-1: a delivery to a VM of another tenant, or to a port no VM owns;
+//! - ISO-2: a delivery of a multicast packet (dst in 224.0.0.0/4) to a VM
+//!   that is not an accepted member of the sender's (tenant, group);
+//! - ISO-3: any packet leaving the sender's table 0 alive whose source MAC
+//!   or IP (ARP: sha/spa) is not the VM's own;
+//! - REACH-1 / ACL-1 (need the intent): for VMs a ≠ b of one tenant and one
+//!   vnet, the IPv4 packets a sends with its own addresses to b's address
+//!   that arrive at b's port with source and destination unrewritten equal
+//!   exactly those the tenant's ACLs allow. REACH-1 = allowed but not
+//!   delivered; ACL-1 = delivered but denied.
+//!
+//! Each violation carries the set of offending packets; `report.rs` turns
+//! it into a concrete counterexample.
+
+use crate::bridge::{End, Val};
+use crate::network::Network;
+use crate::policy::{Acl, Policy, Vm};
+use crate::space::{Field, Space, ETH_ARP, ETH_IP};
+use biodivine_lib_bdd::Bdd;
+use std::collections::BTreeMap;
+
+/// One violation, before it becomes a counterexample.
+pub struct Violation {
+    pub invariant: &'static str,
+    pub summary: String,
+    /// The sending VM (index into policy.vms).
+    pub from: usize,
+    /// The offending packets (original headers).
+    pub set: Bdd,
+    /// The VM the packets reach or should reach, if any.
+    pub to: Option<usize>,
+}
+
+/// Violations found per invariant, capped at `limit` each (counts are exact).
+#[derive(Default)]
+pub struct PathResults {
+    pub violations: Vec<Violation>,
+    pub counts: BTreeMap<&'static str, usize>,
+    pub pairs_checked: usize,
+    pub outcomes: usize,
+}
+
+impl PathResults {
+    fn add(&mut self, limit: usize, v: Violation) {
+        let c = self.counts.entry(v.invariant).or_default();
+        *c += 1;
+        if *c <= limit {
+            self.violations.push(v);
+        }
+    }
+}
+
+pub fn legit(space: &Space, vm: &Vm) -> Bdd {
+    let mac = space.field_eq(Field::DlSrc, u128::from(vm.mac), Field::DlSrc.mask());
+    let ip = space
+        .field_eq(Field::DlType, ETH_IP, 0xffff)
+        .and(&space.field_eq(Field::NwSrc, u128::from(vm.ip), 0xffff_ffff));
+    let arp = space
+        .field_eq(Field::DlType, ETH_ARP, 0xffff)
+        .and(&space.field_eq(Field::ArpSpa, u128::from(vm.ip), 0xffff_ffff))
+        .and(&space.field_eq(Field::ArpSha, u128::from(vm.mac), Field::ArpSha.mask()));
+    mac.and(&ip.or(&arp))
+}
+
+fn prefix(space: &Space, f: Field, (net, len): (u32, u8)) -> Bdd {
+    let mask = if len == 0 { 0 } else { u32::MAX << (32 - len) };
+    space.field_eq(f, u128::from(net), u128::from(mask))
+}
+
+/// The packets (over nw_src, nw_dst, nw_proto, tp_dst) a tenant's ACLs allow.
+pub fn acl_allowed(space: &Space, acls: &[Acl], default_allow: bool) -> Bdd {
+    let mut rules: Vec<&Acl> = acls.iter().collect();
+    rules.sort_by_key(|a| std::cmp::Reverse(a.priority));
+    let (mut allowed, mut covered) = (space.none(), space.none());
+    for r in rules {
+        let mut m = prefix(space, Field::NwSrc, r.src).and(&prefix(space, Field::NwDst, r.dst));
+        if r.proto != 0 {
+            m = m.and(&space.field_eq(Field::NwProto, u128::from(r.proto), 0xff));
+            if (r.proto == 6 || r.proto == 17) && !(r.lo == 0 && r.hi == 65535) {
+                m = if r.lo > r.hi {
+                    space.none()
+                } else {
+                    m.and(&space.field_range(Field::TpDst, u128::from(r.lo), u128::from(r.hi)))
+                };
+            }
+        }
+        if r.allow {
+            allowed = allowed.or(&m.and_not(&covered));
+        }
+        covered = covered.or(&m);
+    }
+    if default_allow {
+        allowed = allowed.or(&covered.not());
+    }
+    allowed
+}
+
+/// Runs every path invariant.
+pub fn run(net: &Network, policy: &Policy, limit: usize) -> PathResults {
+    let space = &net.space;
+    let mut res = PathResults::default();
+    let multicast = space
+        .field_eq(Field::DlType, ETH_IP, 0xffff)
+        .and(&space.field_eq(Field::NwDst, 0xe000_0000, 0xf000_0000));
+    let ip = space.field_eq(Field::DlType, ETH_IP, 0xffff);
+    let mut acl_cache: BTreeMap<&str, Bdd> = BTreeMap::new();
+    for (ai, a) in policy.vms.iter().enumerate() {
+        let outs = net.trace(a, space.all(), false);
+        res.outcomes += outs.len();
+        let ok_src = legit(space, a);
+        let mut spoof = space.none();
+        let mut delivered: BTreeMap<usize, Bdd> = BTreeMap::new();
+        for o in &outs {
+            if matches!(o.end, End::Drop { .. }) {
+                continue;
+            }
+            spoof = spoof.or(&o.pkt.set.and_not(&ok_src));
+            let End::Deliver { port } = o.end else {
+                continue;
+            };
+            let dev = &net.bridges[o.device as usize].name;
+            let target = policy
+                .vms
+                .iter()
+                .position(|v| &v.host == dev && v.port == port);
+            let Some(bi) = target else {
+                if !(dev == &a.host && port == a.port) {
+                    res.add(
+                        limit,
+                        Violation {
+                            invariant: "ISO-1",
+                            summary: format!(
+                            "{}/{} reaches port {port} of {dev}, which no VM of the intent owns",
+                            a.tenant, a.name
+                        ),
+                            from: ai,
+                            set: o.pkt.set.clone(),
+                            to: None,
+                        },
+                    );
+                }
+                continue;
+            };
+            let b = &policy.vms[bi];
+            let mc = o.pkt.set.and(&multicast);
+            if b.tenant != a.tenant && !net.exposed(&o.path, policy, &a.tenant, &b.tenant, &b.name)
+            {
+                let (inv, set) = if mc.is_false() {
+                    ("ISO-1", o.pkt.set.clone())
+                } else {
+                    ("ISO-2", mc)
+                };
+                res.add(
+                    limit,
+                    Violation {
+                        invariant: inv,
+                        summary: format!(
+                            "{}/{} (tenant {}) reaches {}/{} (tenant {})",
+                            a.tenant, a.name, a.tenant, b.tenant, b.name, b.tenant
+                        ),
+                        from: ai,
+                        set,
+                        to: Some(bi),
+                    },
+                );
+                continue;
+            }
+            if b.tenant != a.tenant {
+                continue;
+            }
+            if !mc.is_false() {
+                let mut member_of = space.none();
+                for ((t, g), members) in &policy.mcast {
+                    if t == &a.tenant && members.contains(&b.name) {
+                        member_of = member_of.or(&space.field_eq(
+                            Field::NwDst,
+                            u128::from(*g),
+                            0xffff_ffff,
+                        ));
+                    }
+                }
+                let bad = mc.and_not(&member_of);
+                if !bad.is_false() && bi != ai {
+                    res.add(limit, Violation {
+                        invariant: "ISO-2",
+                        summary: format!(
+                            "a multicast packet of {}/{} reaches {}/{}, not an accepted member of that group",
+                            a.tenant, a.name, b.tenant, b.name
+                        ),
+                        from: ai,
+                        set: bad,
+                        to: Some(bi),
+                    });
+                }
+            }
+            let rewritten = |f| {
+                matches!(o.pkt.read(f), Val::Const(_) | Val::Unknown) && o.pkt.over.contains_key(&f)
+            };
+            if !rewritten(Field::NwSrc) && !rewritten(Field::NwDst) {
+                let d = o.pkt.set.and(&ip).and(&space.field_eq(
+                    Field::NwDst,
+                    u128::from(b.ip),
+                    0xffff_ffff,
+                ));
+                let e = delivered.entry(bi).or_insert_with(|| space.none());
+                *e = e.or(&d);
+            }
+        }
+        if !spoof.is_false() {
+            res.add(
+                limit,
+                Violation {
+                    invariant: "ISO-3",
+                    summary: format!(
+                        "{}/{} can send packets with a source address that is not its own",
+                        a.tenant, a.name
+                    ),
+                    from: ai,
+                    set: spoof,
+                    to: None,
+                },
+            );
+        }
+        if !policy.from_intent {
+            continue;
+        }
+        let Some(vnet) = policy.vnet_of(&a.tenant, a.ip) else {
+            continue;
+        };
+        let acl = acl_cache.entry(a.tenant.as_str()).or_insert_with(|| {
+            acl_allowed(
+                space,
+                policy.acls.get(&a.tenant).map(Vec::as_slice).unwrap_or(&[]),
+                *policy.acl_default.get(&a.tenant).unwrap_or(&true),
+            )
+        });
+        let mut from_a = ok_src.and(&ip);
+        for (t, vm, proto, port) in &policy.dsr {
+            if t == &a.tenant && vm == &a.name {
+                let reply = space
+                    .field_eq(Field::NwProto, u128::from(*proto), 0xff)
+                    .and(&space.field_eq(Field::TpSrc, u128::from(*port), 0xffff));
+                from_a = from_a.and_not(&reply);
+            }
+        }
+        for (bi, b) in policy.vms.iter().enumerate() {
+            if bi == ai || b.tenant != a.tenant || policy.vnet_of(&b.tenant, b.ip) != Some(vnet) {
+                continue;
+            }
+            res.pairs_checked += 1;
+            let to_b = from_a.and(&space.field_eq(Field::NwDst, u128::from(b.ip), 0xffff_ffff));
+            let allowed = to_b.and(acl);
+            let none = space.none();
+            let d = delivered.get(&bi).unwrap_or(&none).and(&to_b);
+            let lost = allowed.and_not(&d);
+            if !lost.is_false() {
+                res.add(
+                    limit,
+                    Violation {
+                        invariant: "REACH-1",
+                        summary: format!(
+                            "{}/{} → {}/{}: packets the ACLs allow are not delivered",
+                            a.tenant, a.name, b.tenant, b.name
+                        ),
+                        from: ai,
+                        set: lost,
+                        to: Some(bi),
+                    },
+                );
+            }
+            let extra = d.and_not(&allowed);
+            if !extra.is_false() {
+                res.add(
+                    limit,
+                    Violation {
+                        invariant: "ACL-1",
+                        summary: format!(
+                            "{}/{} → {}/{}: packets the ACLs deny are delivered",
+                            a.tenant, a.name, b.tenant, b.name
+                        ),
+                        from: ai,
+                        set: extra,
+                        to: Some(bi),
+                    },
+                );
+            }
+        }
+    }
+    res
+}

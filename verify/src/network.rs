@@ -1,0 +1,436 @@
+//! The network model: bridges, load-balancer instances and the underlay.
+//!
+//! Expects an [`Artifacts`] set and the [`Policy`]'s underlay map.
+//! Guarantees: [`Network::trace`] follows a set of packets from a VM's port
+//! through its host's bridge, the underlay (a tunnel packet goes to the
+//! device that owns `tun_dst`: a host/Hoverboard bridge at in_port 1 with
+//! its `tun_id`, the HMux switch announcing the address (`p4_announce` /32)
+//! or else every SMux holding it, or — for 224.0.0.0/4 — every other
+//! bridge), through Muxes (`agent_mux_*` / `p4_vip`, `p4_ecmp_member`,
+//! `p4_tunnel`: every slot of the vector is a possible choice; which one is
+//! AFF-1's business, checked on the tables), to final outcomes: delivered to
+//! a port, sent to the uplink (the Internet), or dropped. The underlay is
+//! trusted: VXLAN reaches a bridge only from netc's devices.
+
+use crate::artifacts::{Artifacts, Row};
+use crate::bridge::{Bridge, End, FlowError, Hop, Outcome, Pkt, Val};
+use crate::ofctl::{parse_ip, parse_mac, Constraint};
+use crate::policy::{Policy, Vm};
+use crate::space::{Field, Space};
+use biodivine_lib_bdd::Bdd;
+use std::collections::BTreeMap;
+
+const MAX_UNDERLAY_HOPS: usize = 8;
+
+/// A Mux entry: (proto, port, n, row index).
+type VipEntry = (u8, u16, u64, u32);
+
+pub struct Network {
+    pub space: Space,
+    pub bridges: Vec<Bridge>,
+    by_name: BTreeMap<String, u32>,
+    underlay: BTreeMap<u32, u32>,
+    /// Every load-balancer row used on a path: (relation, row).
+    pub lb_rows: Vec<(String, Row)>,
+    /// (instance, vni, address) → entries.
+    lb_vip: BTreeMap<(String, u64, u32), Vec<VipEntry>>,
+    lb_member: BTreeMap<(String, u32, u8, u16, u64), (u64, u32, u32)>,
+    lb_tunnel: BTreeMap<(String, u64, u32), (u32, u64, u32)>,
+    blackhole: BTreeMap<(String, u32), u32>,
+    /// address → instances holding it (HMux if announced, else SMuxes).
+    holders: BTreeMap<u32, Vec<String>>,
+}
+
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ModelError {
+    #[error(transparent)]
+    Flow(#[from] FlowError),
+    #[error("{at}: {message}")]
+    Row { at: String, message: String },
+}
+
+impl Network {
+    pub fn build(a: &Artifacts, policy: &Policy) -> Result<Network, ModelError> {
+        let space = Space::new();
+        let mut bridges = Vec::new();
+        let mut by_name = BTreeMap::new();
+        let names: std::collections::BTreeSet<&String> =
+            a.flows.keys().chain(a.groups.keys()).collect();
+        for (i, name) in names.into_iter().enumerate() {
+            let flows = a.flows.get(name).map(Vec::as_slice).unwrap_or(&[]);
+            let groups = a.groups.get(name).map(Vec::as_slice).unwrap_or(&[]);
+            bridges.push(Bridge::new(name, i as u32, flows, groups)?);
+            by_name.insert(name.clone(), i as u32);
+        }
+        let underlay = policy
+            .underlay
+            .iter()
+            .filter_map(|(ip, d)| Some((*ip, *by_name.get(d)?)))
+            .collect();
+        let mut n = Network {
+            space,
+            bridges,
+            by_name,
+            underlay,
+            lb_rows: Vec::new(),
+            lb_vip: BTreeMap::new(),
+            lb_member: BTreeMap::new(),
+            lb_tunnel: BTreeMap::new(),
+            blackhole: BTreeMap::new(),
+            holders: BTreeMap::new(),
+        };
+        let announced: BTreeMap<u32, Vec<String>> = a
+            .rows("p4_announce")
+            .iter()
+            .filter_map(|r| {
+                let (ip, len) = r.vals.get(1)?.split_once('/')?;
+                (len == "32").then_some((parse_ip(ip)?, r.vals[0].clone()))
+            })
+            .fold(BTreeMap::new(), |mut m, (ip, s)| {
+                m.entry(ip).or_insert_with(Vec::new).push(s);
+                m
+            });
+        for (vip_rel, mem_rel, tun_rel) in [
+            ("agent_mux_vip", "agent_mux_member", "agent_mux_tunnel"),
+            ("p4_vip", "p4_ecmp_member", "p4_tunnel"),
+        ] {
+            for r in a.rows(vip_rel) {
+                let id = n.keep(vip_rel, r);
+                let (vni, vip, proto, port, cnt) = parse5(r)?;
+                n.lb_vip
+                    .entry((r.vals[0].clone(), vni, vip))
+                    .or_default()
+                    .push((proto, port, cnt, id));
+                let hmux = vip_rel == "p4_vip";
+                if !hmux || announced.get(&vip).is_some_and(|s| s.contains(&r.vals[0])) {
+                    let h = n.holders.entry(vip).or_default();
+                    if !h.contains(&r.vals[0]) {
+                        h.push(r.vals[0].clone());
+                    }
+                }
+            }
+            for r in a.rows(mem_rel) {
+                let id = n.keep(mem_rel, r);
+                let v = &r.vals;
+                let bad = || row_err(r, "expected (device, vip, proto, port, idx, mvni, member)");
+                let key = (
+                    v[0].clone(),
+                    ip_at(v, 1).ok_or_else(bad)?,
+                    num_at(v, 2).ok_or_else(bad)? as u8,
+                    num_at(v, 3).ok_or_else(bad)? as u16,
+                    num_at(v, 4).ok_or_else(bad)?,
+                );
+                let val = (
+                    num_at(v, 5).ok_or_else(bad)?,
+                    ip_at(v, 6).ok_or_else(bad)?,
+                    id,
+                );
+                n.lb_member.insert(key, val);
+            }
+            for r in a.rows(tun_rel) {
+                let id = n.keep(tun_rel, r);
+                let v = &r.vals;
+                let bad = || row_err(r, "expected (device, mvni, member, underlay, dmac)");
+                let key = (
+                    v[0].clone(),
+                    num_at(v, 1).ok_or_else(bad)?,
+                    ip_at(v, 2).ok_or_else(bad)?,
+                );
+                let dmac = v.get(4).and_then(|m| parse_mac(m)).ok_or_else(bad)?;
+                n.lb_tunnel
+                    .insert(key, (ip_at(v, 3).ok_or_else(bad)?, dmac, id));
+            }
+        }
+        // An announced HMux takes the address from the SMuxes.
+        for (ip, sw) in &announced {
+            if sw
+                .iter()
+                .any(|s| n.lb_vip.keys().any(|k| &k.0 == s && k.2 == *ip))
+            {
+                n.holders.insert(*ip, sw.clone());
+            }
+        }
+        for r in a.rows("agent_mux_blackhole") {
+            let id = n.keep("agent_mux_blackhole", r);
+            if let Some(ip) = ip_at(&r.vals, 1) {
+                n.blackhole.insert((r.vals[0].clone(), ip), id);
+            }
+        }
+        Ok(n)
+    }
+
+    fn keep(&mut self, rel: &str, r: &Row) -> u32 {
+        self.lb_rows.push((rel.to_string(), r.clone()));
+        (self.lb_rows.len() - 1) as u32
+    }
+
+    /// Whether a path reaches VM `vm` of tenant `to` from tenant `from`
+    /// through a declared exposure: a load-balancer entry of a VIP that is
+    /// public or `from`'s own, of which the VM is a declared backend.
+    pub fn exposed(&self, path: &[Hop], policy: &Policy, from: &str, to: &str, vm: &str) -> bool {
+        path.iter().any(|h| {
+            let Hop::Lb { row } = h else { return false };
+            let (rel, r) = &self.lb_rows[*row as usize];
+            if rel != "agent_mux_vip" && rel != "p4_vip" {
+                return false;
+            }
+            let Some(vip) = ip_at(&r.vals, 2) else {
+                return false;
+            };
+            let declared = policy
+                .backends
+                .contains(&(vip, to.to_string(), vm.to_string()));
+            let open = match policy.vips.get(&vip) {
+                Some((t, public)) => *public || t == from,
+                None => !policy.from_intent,
+            };
+            declared && open
+        })
+    }
+
+    pub fn bridge(&self, name: &str) -> Option<&Bridge> {
+        self.by_name.get(name).map(|&i| &self.bridges[i as usize])
+    }
+
+    /// Every final outcome of the packets `set` sent by `vm`.
+    pub fn trace(&self, vm: &Vm, set: Bdd, keep_drops: bool) -> Vec<Outcome> {
+        let Some(b) = self.bridge(&vm.host) else {
+            return Vec::new();
+        };
+        let mut over = BTreeMap::new();
+        over.insert(Field::InPort, Val::Const(u128::from(vm.port)));
+        let pkt = Pkt { set, over };
+        let mut first = Vec::new();
+        b.run(&self.space, &pkt, 0, &[], keep_drops, &mut first);
+        let mut out = Vec::new();
+        for o in first {
+            self.fabric(o, keep_drops, &mut out, 0);
+        }
+        out
+    }
+
+    fn fabric(&self, o: Outcome, keep_drops: bool, out: &mut Vec<Outcome>, depth: usize) {
+        let End::Tunnel { tun_id, tun_dst } = o.end else {
+            if keep_drops || !matches!(o.end, End::Drop { .. }) {
+                out.push(o);
+            }
+            return;
+        };
+        let drop = |why: String| Outcome {
+            end: End::Drop { why },
+            ..o.clone()
+        };
+        if depth >= MAX_UNDERLAY_HOPS {
+            out.push(drop(
+                "more than 8 underlay hops (a forwarding loop?)".into(),
+            ));
+            return;
+        }
+        let mut path = o.path.clone();
+        path.push(Hop::Underlay { to: tun_dst });
+        let arrive = |pkt: &Pkt| {
+            let mut over: BTreeMap<Field, Val> = pkt
+                .over
+                .iter()
+                .filter(|(f, _)| f.is_header())
+                .map(|(f, v)| (*f, *v))
+                .collect();
+            over.insert(Field::InPort, Val::Const(1));
+            over.insert(Field::TunId, Val::Const(tun_id));
+            Pkt {
+                set: pkt.set.clone(),
+                over,
+            }
+        };
+        let mut next = Vec::new();
+        if let Some(&b) = self.underlay.get(&tun_dst) {
+            self.bridges[b as usize].run(
+                &self.space,
+                &arrive(&o.pkt),
+                0,
+                &path,
+                keep_drops,
+                &mut next,
+            );
+        } else if let Some(insts) = self.holders.get(&tun_dst) {
+            for inst in insts {
+                self.lb(
+                    inst,
+                    tun_id as u64,
+                    tun_dst,
+                    &o,
+                    &path,
+                    keep_drops,
+                    &mut next,
+                );
+            }
+        } else if tun_dst >> 28 == 0xe {
+            for b in self.bridges.iter().filter(|b| b.index != o.device) {
+                b.run(
+                    &self.space,
+                    &arrive(&o.pkt),
+                    0,
+                    &path,
+                    keep_drops,
+                    &mut next,
+                );
+            }
+        } else {
+            if keep_drops {
+                out.push(Outcome {
+                    path,
+                    ..drop(format!(
+                        "no device owns underlay address {}",
+                        std::net::Ipv4Addr::from(tun_dst)
+                    ))
+                });
+            }
+            return;
+        }
+        for n in next {
+            self.fabric(n, keep_drops, out, depth + 1);
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn lb(
+        &self,
+        inst: &str,
+        vni: u64,
+        addr: u32,
+        o: &Outcome,
+        path: &[Hop],
+        keep_drops: bool,
+        out: &mut Vec<Outcome>,
+    ) {
+        let ended = |pkt: Pkt, path: Vec<Hop>, end: End| Outcome {
+            device: o.device,
+            pkt,
+            path,
+            end,
+        };
+        if let Some(&row) = self.blackhole.get(&(inst.to_string(), addr)) {
+            if keep_drops {
+                let mut p = path.to_vec();
+                p.push(Hop::Lb { row });
+                out.push(ended(
+                    o.pkt.clone(),
+                    p,
+                    End::Drop {
+                        why: "DoS black hole".into(),
+                    },
+                ));
+            }
+            return;
+        }
+        let entries = self.lb_vip.get(&(inst.to_string(), vni, addr));
+        for &(proto, port, n, row) in entries.into_iter().flatten() {
+            let mut set = o.pkt.set.clone();
+            for (field, value) in [
+                (Field::NwProto, u128::from(proto)),
+                (Field::TpDst, u128::from(port)),
+            ] {
+                let c = Constraint {
+                    field,
+                    value,
+                    mask: field.mask(),
+                };
+                match o.pkt.constrain(&self.space, &c) {
+                    Some((b, _)) => set = set.and(&b),
+                    None => set = self.space.none(),
+                }
+            }
+            if set.is_false() {
+                continue;
+            }
+            for idx in 0..n {
+                let mut p = path.to_vec();
+                p.push(Hop::Lb { row });
+                let pkt = Pkt {
+                    set: set.clone(),
+                    over: o.pkt.over.clone(),
+                };
+                let Some(&(mvni, member, mrow)) =
+                    self.lb_member
+                        .get(&(inst.to_string(), addr, proto, port, idx))
+                else {
+                    if keep_drops {
+                        out.push(ended(
+                            pkt,
+                            p,
+                            End::Drop {
+                                why: format!("slot {idx} of the vector has no member"),
+                            },
+                        ));
+                    }
+                    continue;
+                };
+                p.push(Hop::Lb { row: mrow });
+                if mvni == 0 {
+                    out.push(ended(
+                        pkt,
+                        p,
+                        End::Tunnel {
+                            tun_id: 0,
+                            tun_dst: member,
+                        },
+                    ));
+                    continue;
+                }
+                match self.lb_tunnel.get(&(inst.to_string(), mvni, member)) {
+                    None => {
+                        if keep_drops {
+                            out.push(ended(
+                                pkt,
+                                p,
+                                End::Drop {
+                                    why: "member without a tunnel entry".into(),
+                                },
+                            ));
+                        }
+                    }
+                    Some(&(underlay, dmac, trow)) => {
+                        p.push(Hop::Lb { row: trow });
+                        let mut pkt = pkt;
+                        pkt.over.insert(Field::DlDst, Val::Const(u128::from(dmac)));
+                        out.push(ended(
+                            pkt,
+                            p,
+                            End::Tunnel {
+                                tun_id: u128::from(mvni),
+                                tun_dst: underlay,
+                            },
+                        ));
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn row_err(r: &Row, message: &str) -> ModelError {
+    ModelError::Row {
+        at: r.at.clone(),
+        message: message.to_string(),
+    }
+}
+
+fn num_at(v: &[String], i: usize) -> Option<u64> {
+    v.get(i)?.parse().ok()
+}
+
+fn ip_at(v: &[String], i: usize) -> Option<u32> {
+    parse_ip(v.get(i)?)
+}
+
+fn parse5(r: &Row) -> Result<(u64, u32, u8, u16, u64), ModelError> {
+    let v = &r.vals;
+    let bad = || row_err(r, "expected (device, vni, vip, proto, port, n)");
+    Ok((
+        num_at(v, 1).ok_or_else(bad)?,
+        ip_at(v, 2).ok_or_else(bad)?,
+        num_at(v, 3).ok_or_else(bad)? as u8,
+        num_at(v, 4).ok_or_else(bad)? as u16,
+        num_at(v, 5).ok_or_else(bad)?,
+    ))
+}

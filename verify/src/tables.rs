@@ -1,0 +1,498 @@
+//! Table invariants: AFF-1, AFF-2, AFF-4, CAP-1 (specs/invariants.md).
+//!
+//! Expects the artifact rows of every load-balancer instance (SMux
+//! `agent_mux_*`, HMux `p4_vip`/`p4_ecmp_member`/`p4_tunnel`, Rubik
+//! `p4_vip_local`/`p4_ecmp_member_local`), SNAT grants (`agent_mux_snat`,
+//! `agent_snat_range`, OVS `nat(src=…)` flows) and the policy. Guarantees:
+//! checks on the tables themselves (the choice `vector[hash5 % n]` is the
+//! same function everywhere, so equal vectors ⇔ equal choices), each
+//! failure with a concrete 5-tuple found by evaluating `hash5`
+//! (netc_compiler::functors, the one definition).
+
+use crate::artifacts::{Artifacts, Row};
+use crate::ofctl::{self, parse_ip, Action, Nat};
+use crate::packet::five_tuple;
+use crate::policy::Policy;
+use crate::report::{Counterexample, Packet};
+use netc_compiler::functors::hash5_v4;
+use std::collections::BTreeMap;
+
+/// A client address for table counterexamples (TEST-NET-2).
+const CLIENT: u32 = 0xc633_6407; // 198.51.100.7
+
+type Endpoint = (u32, u8, u16);
+type Member = (u64, u32);
+
+/// One instance's vector for one endpoint.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Vector {
+    pub instance: String,
+    pub table: &'static str,
+    pub n: u64,
+    pub slots: Vec<Option<Member>>,
+    pub at: String,
+}
+
+fn num(v: &[String], i: usize) -> Option<u64> {
+    v.get(i)?.parse().ok()
+}
+
+/// Every instance's vector, per endpoint.
+pub fn vectors(a: &Artifacts) -> BTreeMap<Endpoint, Vec<Vector>> {
+    let mut out: BTreeMap<Endpoint, Vec<Vector>> = BTreeMap::new();
+    for (vrel, mrel) in [
+        ("agent_mux_vip", "agent_mux_member"),
+        ("p4_vip", "p4_ecmp_member"),
+        ("p4_vip_local", "p4_ecmp_member_local"),
+    ] {
+        let mut members: BTreeMap<(String, Endpoint, u64), Member> = BTreeMap::new();
+        for r in a.rows(mrel) {
+            let v = &r.vals;
+            if let (Some(vip), Some(p), Some(port), Some(idx), Some(mvni), Some(m)) = (
+                v.get(1).and_then(|t| parse_ip(t)),
+                num(v, 2),
+                num(v, 3),
+                num(v, 4),
+                num(v, 5),
+                v.get(6).and_then(|t| parse_ip(t)),
+            ) {
+                members.insert((v[0].clone(), (vip, p as u8, port as u16), idx), (mvni, m));
+            }
+        }
+        for r in a.rows(vrel) {
+            let v = &r.vals;
+            let (Some(vip), Some(p), Some(port), Some(n)) = (
+                v.get(2).and_then(|t| parse_ip(t)),
+                num(v, 3),
+                num(v, 4),
+                num(v, 5),
+            ) else {
+                continue;
+            };
+            let ep = (vip, p as u8, port as u16);
+            let list = out.entry(ep).or_default();
+            if list.iter().any(|x| x.instance == v[0] && x.table == vrel) {
+                continue;
+            }
+            let slots = (0..n.min(1 << 20))
+                .map(|i| members.get(&(v[0].clone(), ep, i)).copied())
+                .collect();
+            list.push(Vector {
+                instance: v[0].clone(),
+                table: vrel,
+                n,
+                slots,
+                at: r.at.clone(),
+            });
+        }
+    }
+    out
+}
+
+fn choose(v: &Vector, h: u32) -> Option<Member> {
+    if v.n == 0 {
+        return None;
+    }
+    v.slots
+        .get((u64::from(h) % v.n) as usize)
+        .copied()
+        .flatten()
+}
+
+/// A client source port whose hash satisfies `pred`.
+fn find_port(ep: Endpoint, pred: impl Fn(u32) -> bool) -> Option<u16> {
+    (1024..=65535u16).find(|&s| pred(hash5_v4(ep.1, CLIENT, ep.0, s, ep.2)))
+}
+
+fn cx(
+    inv: &str,
+    summary: String,
+    ep: Endpoint,
+    sport: Option<u16>,
+    ingress: &str,
+    cites: Vec<String>,
+) -> Counterexample {
+    Counterexample {
+        invariant: inv.into(),
+        summary,
+        packet: sport.map(|s| {
+            Packet::from_headers(ingress.into(), &five_tuple(ep.1, CLIENT, ep.0, s, ep.2))
+        }),
+        paths: Vec::new(),
+        cites,
+    }
+}
+
+fn show_member(m: Option<Member>) -> String {
+    match m {
+        Some((vni, ip)) => format!("{} (vni {vni})", std::net::Ipv4Addr::from(ip)),
+        None => "nothing (empty slot)".into(),
+    }
+}
+
+/// AFF-1: every instance holds the same complete vector, and each member's
+/// tunnel leads to the host that runs that DIP.
+pub fn aff1(a: &Artifacts, policy: &Policy) -> Vec<Counterexample> {
+    let mut out = Vec::new();
+    for (ep, vs) in vectors(a) {
+        let vip = std::net::Ipv4Addr::from(ep.0);
+        for v in &vs {
+            if let Some(i) = v.slots.iter().position(Option::is_none) {
+                let sport = find_port(ep, |h| u64::from(h) % v.n == i as u64);
+                out.push(cx("AFF-1", format!(
+                    "{} `{}` has no member in slot {i} of {vip}:{}/{} (n = {}): connections hashing there are lost",
+                    v.table, v.instance, ep.2, ep.1, v.n), ep, sport, &format!("the Internet → {vip}"), vec![v.at.clone()]));
+            }
+        }
+        // Rubik local mappings serve only their ToR's own sources with local
+        // DIPs: they are checked for completeness, not compared.
+        let shared: Vec<&Vector> = vs.iter().filter(|v| v.table != "p4_vip_local").collect();
+        let Some(first) = shared.first() else {
+            continue;
+        };
+        for v in &shared[1..] {
+            if v.n == first.n && v.slots == first.slots {
+                continue;
+            }
+            let sport = find_port(ep, |h| choose(first, h) != choose(v, h));
+            let detail = sport
+                .map(|s| {
+                    let h = hash5_v4(ep.1, CLIENT, ep.0, s, ep.2);
+                    format!(
+                        ": hash5 = {h}, `{}` picks {} but `{}` picks {}",
+                        first.instance,
+                        show_member(choose(first, h)),
+                        v.instance,
+                        show_member(choose(v, h))
+                    )
+                })
+                .unwrap_or_default();
+            out.push(cx(
+                "AFF-1",
+                format!(
+                    "`{}` ({}, n = {}) and `{}` ({}, n = {}) map {vip}:{}/{} differently{detail}",
+                    first.instance, first.table, first.n, v.instance, v.table, v.n, ep.2, ep.1
+                ),
+                ep,
+                sport,
+                &format!("the Internet → {vip}"),
+                vec![first.at.clone(), v.at.clone()],
+            ));
+        }
+    }
+    // member tunnels lead to the DIP's host
+    let host_ip: BTreeMap<&str, u32> = policy
+        .underlay
+        .iter()
+        .map(|(ip, d)| (d.as_str(), *ip))
+        .collect();
+    for rel in ["agent_mux_tunnel", "p4_tunnel"] {
+        for r in a.rows(rel) {
+            let v = &r.vals;
+            let (Some(mvni), Some(m), Some(u)) = (
+                num(v, 1),
+                v.get(2).and_then(|t| parse_ip(t)),
+                v.get(3).and_then(|t| parse_ip(t)),
+            ) else {
+                continue;
+            };
+            if mvni == 0 {
+                continue;
+            }
+            let Some(vm) = policy.vms.iter().find(|x| x.vni == mvni && x.ip == m) else {
+                if !policy.vms.is_empty() {
+                    out.push(tunnel_cx(r, format!("{rel} `{}` sends members {} (vni {mvni}) somewhere, but no VM of that VNI has that address", v[0], std::net::Ipv4Addr::from(m))));
+                }
+                continue;
+            };
+            if let Some(&want) = host_ip.get(vm.host.as_str()) {
+                if want != u {
+                    out.push(tunnel_cx(
+                        r,
+                        format!(
+                            "{rel} `{}` tunnels DIP {} ({}/{}) to {}, but that VM runs on {} ({})",
+                            v[0],
+                            std::net::Ipv4Addr::from(m),
+                            vm.tenant,
+                            vm.name,
+                            std::net::Ipv4Addr::from(u),
+                            vm.host,
+                            std::net::Ipv4Addr::from(want)
+                        ),
+                    ));
+                }
+            }
+            if v.get(4).and_then(|t| ofctl::parse_mac(t)) != Some(vm.mac) {
+                out.push(tunnel_cx(
+                    r,
+                    format!(
+                        "{rel} `{}` writes MAC {} for DIP {} ({}/{}), whose MAC is {}",
+                        v[0],
+                        v.get(4).map_or("", |s| s.as_str()),
+                        std::net::Ipv4Addr::from(m),
+                        vm.tenant,
+                        vm.name,
+                        crate::space::mac(vm.mac)
+                    ),
+                ));
+            }
+        }
+    }
+    out
+}
+
+fn tunnel_cx(r: &Row, summary: String) -> Counterexample {
+    Counterexample {
+        invariant: "AFF-1".into(),
+        summary,
+        packet: None,
+        paths: Vec::new(),
+        cites: vec![r.at.clone()],
+    }
+}
+
+struct Grant {
+    vip: u32,
+    lo: u16,
+    hi: u16,
+    owner: (u64, u32),
+    at: String,
+}
+
+/// AFF-4: SNAT port ranges of one VIP never overlap between two DIPs, and
+/// every Mux sends return traffic to the host that runs the DIP.
+pub fn aff4(a: &Artifacts, policy: &Policy) -> Vec<Counterexample> {
+    let mut grants = Vec::new();
+    let tenant_vni: BTreeMap<&str, u64> = policy
+        .vms
+        .iter()
+        .map(|v| (v.tenant.as_str(), v.vni))
+        .collect();
+    let host_ip: BTreeMap<&str, u32> = policy
+        .underlay
+        .iter()
+        .map(|(ip, d)| (d.as_str(), *ip))
+        .collect();
+    let mut out = Vec::new();
+    for r in a.rows("agent_mux_snat") {
+        let v = &r.vals;
+        if let (Some(vip), Some(lo), Some(hi), Some(vni), Some(dip), Some(u)) = (
+            v.get(1).and_then(|t| parse_ip(t)),
+            num(v, 2),
+            num(v, 3),
+            num(v, 4),
+            v.get(5).and_then(|t| parse_ip(t)),
+            v.get(6).and_then(|t| parse_ip(t)),
+        ) {
+            grants.push(Grant {
+                vip,
+                lo: lo as u16,
+                hi: hi as u16,
+                owner: (vni, dip),
+                at: r.at.clone(),
+            });
+            if let Some(vm) = policy.vms.iter().find(|x| x.vni == vni && x.ip == dip) {
+                if let Some(&want) = host_ip.get(vm.host.as_str()) {
+                    if want != u {
+                        out.push(Counterexample {
+                            invariant: "AFF-4".into(),
+                            summary: format!("`{}` returns SNAT traffic of {}:{lo}-{hi} to {}, but DIP {}/{} runs on {} ({})",
+                                v[0], std::net::Ipv4Addr::from(vip), std::net::Ipv4Addr::from(u), vm.tenant, vm.name, vm.host, std::net::Ipv4Addr::from(want)),
+                            packet: Some(Packet::from_headers(format!("the Internet → {}", std::net::Ipv4Addr::from(vip)), &five_tuple(6, CLIENT, vip, 443, lo as u16))),
+                            paths: Vec::new(),
+                            cites: vec![r.at.clone()],
+                        });
+                    }
+                }
+            }
+        }
+    }
+    for r in a.rows("agent_snat_range") {
+        let v = &r.vals;
+        if let (Some(&vni), Some(dip), Some(vip), Some(lo), Some(hi)) = (
+            tenant_vni.get(v.get(1).map_or("", |s| s.as_str())),
+            v.get(3).and_then(|t| parse_ip(t)),
+            v.get(4).and_then(|t| parse_ip(t)),
+            num(v, 5),
+            num(v, 6),
+        ) {
+            grants.push(Grant {
+                vip,
+                lo: lo as u16,
+                hi: hi as u16,
+                owner: (vni, dip),
+                at: r.at.clone(),
+            });
+        }
+    }
+    for fl in a.flows.values().flatten() {
+        let Ok(acts) = ofctl::parse_actions(&fl.actions) else {
+            continue;
+        };
+        for act in acts {
+            if let Action::Ct {
+                nat: Some(Nat::Src { addr, lo, hi }),
+                ..
+            } = act
+            {
+                let m = ofctl::parse_match(&fl.matches).unwrap_or_default();
+                let get = |f| m.iter().find(|c| c.field == f).map(|c| c.value);
+                if let (Some(vni), Some(dip)) = (
+                    get(crate::space::Field::Reg(6)),
+                    get(crate::space::Field::NwSrc),
+                ) {
+                    grants.push(Grant {
+                        vip: addr,
+                        lo,
+                        hi,
+                        owner: (vni as u64, dip as u32),
+                        at: fl.at.clone(),
+                    });
+                }
+            }
+        }
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for (i, g) in grants.iter().enumerate() {
+        for h in &grants[i + 1..] {
+            if g.vip != h.vip || g.owner == h.owner || g.hi < h.lo || h.hi < g.lo {
+                continue;
+            }
+            let port = g.lo.max(h.lo);
+            let key = (g.vip, port, g.owner.min(h.owner), g.owner.max(h.owner));
+            if !seen.insert(key) {
+                continue;
+            }
+            let vip = std::net::Ipv4Addr::from(g.vip);
+            out.push(Counterexample {
+                invariant: "AFF-4".into(),
+                summary: format!(
+                    "SNAT ports {}-{} and {}-{} of {vip} overlap, granted to DIP {} (vni {}) and DIP {} (vni {}): return traffic to port {port} has two owners",
+                    g.lo, g.hi, h.lo, h.hi, std::net::Ipv4Addr::from(g.owner.1), g.owner.0, std::net::Ipv4Addr::from(h.owner.1), h.owner.0),
+                packet: Some(Packet::from_headers(format!("the Internet → {vip}"), &five_tuple(6, CLIENT, g.vip, 443, port))),
+                paths: Vec::new(),
+                cites: vec![g.at.clone(), h.at.clone()],
+            });
+        }
+    }
+    out
+}
+
+/// CAP-1: P4 table use per switch within the declared capacity.
+pub fn cap1(a: &Artifacts, policy: &Policy) -> Vec<Counterexample> {
+    let mut use_: BTreeMap<&str, [u64; 3]> = BTreeMap::new();
+    for (rel, t) in [
+        ("p4_vip", 0),
+        ("p4_vip_local", 0),
+        ("p4_ecmp_member", 1),
+        ("p4_ecmp_member_local", 1),
+        ("p4_tunnel", 2),
+    ] {
+        for r in a.rows(rel) {
+            use_.entry(r.vals[0].as_str()).or_default()[t] += 1;
+        }
+    }
+    let mut out = Vec::new();
+    for (sw, u) in use_ {
+        let Some(&(h, e, t)) = policy.capacity.get(sw) else {
+            continue;
+        };
+        for (name, used, cap) in [("host", u[0], h), ("ECMP", u[1], e), ("tunnel", u[2], t)] {
+            if used > cap {
+                out.push(Counterexample {
+                    invariant: "CAP-1".into(),
+                    summary: format!(
+                        "switch `{sw}` needs {used} {name} table entries; it has {cap}"
+                    ),
+                    packet: None,
+                    paths: Vec::new(),
+                    cites: Vec::new(),
+                });
+            }
+        }
+    }
+    out
+}
+
+/// AFF-2 for one instance's endpoint: the exact number of hash values (out
+/// of 2^32) whose member changes, and how many of those belonged to a DIP
+/// that is still in the new vector.
+pub fn remapped(old: &Vector, new: &Vector) -> Option<(u64, u64, Option<u32>)> {
+    let (n1, n2) = (old.n, new.n);
+    if n1 == 0 || n2 == 0 {
+        return None;
+    }
+    let g = gcd(n1, n2);
+    let l = n1 / g * n2;
+    if l > 50_000_000 {
+        return None;
+    }
+    let space: u64 = 1 << 32;
+    let still: std::collections::BTreeSet<Member> = new.slots.iter().flatten().copied().collect();
+    let (mut moved, mut broken, mut witness) = (0u64, 0u64, None);
+    for r in 0..l {
+        let count = if r >= space {
+            0
+        } else {
+            (space - 1 - r) / l + 1
+        };
+        let (a, b) = (old.slots[(r % n1) as usize], new.slots[(r % n2) as usize]);
+        if a != b {
+            moved += count;
+            if a.is_some_and(|m| still.contains(&m)) {
+                broken += count;
+                if witness.is_none() && count > 0 {
+                    witness = Some(r as u32);
+                }
+            }
+        }
+    }
+    Some((moved, broken, witness))
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+/// AFF-2 between two artifact sets: (counterexamples, per-endpoint report lines).
+pub fn aff2(old: &Artifacts, new: &Artifacts) -> (Vec<Counterexample>, Vec<String>) {
+    let (ov, nv) = (vectors(old), vectors(new));
+    let (mut out, mut lines) = (Vec::new(), Vec::new());
+    for (ep, news) in &nv {
+        let Some(olds) = ov.get(ep) else { continue };
+        for n in news {
+            let Some(o) = olds
+                .iter()
+                .find(|o| o.instance == n.instance && o.table == n.table)
+            else {
+                continue;
+            };
+            let vip = std::net::Ipv4Addr::from(ep.0);
+            let Some((moved, broken, witness)) = remapped(o, n) else {
+                lines.push(format!(
+                    "{vip}:{}/{} on `{}`: vectors too large to compare exactly",
+                    ep.2, ep.1, n.instance
+                ));
+                continue;
+            };
+            lines.push(format!(
+                "{vip}:{}/{} on `{}`: {moved}/4294967296 of the flow space remapped ({:.6}%), {broken} of it from DIPs present before and after",
+                ep.2, ep.1, n.instance, moved as f64 / 4294967296.0 * 100.0));
+            if broken > 0 {
+                let sport = witness.and_then(|r| {
+                    let l = o.n / gcd(o.n, n.n) * n.n;
+                    find_port(*ep, |h| u64::from(h) % l == u64::from(r))
+                });
+                out.push(cx("AFF-2", format!(
+                    "on `{}`, {broken} of 2^32 hash values of {vip}:{}/{} ({:.4}%) move away from a DIP that is in both generations (n {} → {})",
+                    n.instance, ep.2, ep.1, broken as f64 / 4294967296.0 * 100.0, o.n, n.n),
+                    *ep, sport, &format!("the Internet → {vip}"), vec![o.at.clone(), n.at.clone()]));
+            }
+        }
+    }
+    (out, lines)
+}
