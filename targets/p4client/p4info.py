@@ -35,7 +35,10 @@ class Index:
 
 
 def load(path: Path | str = DEFAULT) -> Index:
-    info = text_format.Parse(Path(path).read_text(), p4info_pb2.P4Info())
+    return index(text_format.Parse(Path(path).read_text(), p4info_pb2.P4Info()))
+
+
+def index(info: p4info_pb2.P4Info) -> Index:
     ix = Index(info)
     for t in info.tables:
         ix.tables[t.preamble.id] = t
