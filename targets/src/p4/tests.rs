@@ -214,9 +214,15 @@ fn tofino_model_counts_range_expansion_in_tcam_and_flags_overflow() {
     let acl = |i: u32| {
         Entity::Table(TableEntry {
             table: &schema::ACL,
-            matches: vec![(2, Match::Ternary(0x0a00_0000 + i as u128, 0xffff_ffff)), (4, Match::Range(1, 65534))],
+            matches: vec![
+                (2, Match::Ternary(0x0a00_0000 + i as u128, 0xffff_ffff)),
+                (4, Match::Range(1, 65534)),
+            ],
             priority: 1 + i as i32,
-            target: Target::Action(entries::ActionCall { spec: &schema::DROP, args: vec![] }),
+            target: Target::Action(entries::ActionCall {
+                spec: &schema::DROP,
+                args: vec![],
+            }),
             is_default: false,
             source: format!("acl {i}"),
         })
@@ -229,5 +235,8 @@ fn tofino_model_counts_range_expansion_in_tcam_and_flags_overflow() {
     let many: Vec<Entity> = (0..3000).map(acl).collect();
     let u = resources::usage("s", &many, resources::Profile::Tofino);
     let e = resources::check(&u).unwrap_err();
-    assert!(e.to_string().contains("`tcam`") && e.to_string().contains("switch `s`"), "{e}");
+    assert!(
+        e.to_string().contains("`tcam`") && e.to_string().contains("switch `s`"),
+        "{e}"
+    );
 }
