@@ -67,7 +67,9 @@ enum Command {
         updates: Option<PathBuf>,
     },
     /// Each switch's table use against a capacity model (Duet: host 16K, ECMP 4K, tunnel 512; or Tofino stages/SRAM/TCAM).
-    #[command(after_help = "Exit codes: 0 every switch fits · 1 a switch is over capacity, or a row does not fit p4/netc.p4 · 2 usage, input or I/O error")]
+    #[command(
+        after_help = "Exit codes: 0 every switch fits · 1 a switch is over capacity, or a row does not fit p4/netc.p4 · 2 usage, input or I/O error"
+    )]
     Capacity {
         /// Intent files (.ndl facts).
         #[arg(required = true)]
