@@ -119,7 +119,7 @@ pub struct Bridge {
     pub groups: BTreeMap<u32, Group>,
     tables: BTreeMap<u8, Vec<u32>>,
     keys: BTreeMap<u8, Vec<Field>>,
-    cache: RefCell<HashMap<(u8, Vec<Val>), Rc<(Vec<Applicable>, Option<Bdd>)>>>,
+    cache: RefCell<HashMap<TableKey, Rc<Vec<Applicable>>>>,
 }
 
 #[derive(Debug, Clone, thiserror::Error)]
@@ -130,6 +130,9 @@ pub struct FlowError {
 }
 
 const MAX_RESUBMIT: usize = 64;
+
+/// A table and the values of the fields its flows match.
+type TableKey = (u8, Vec<Val>);
 
 impl Bridge {
     pub fn new(
@@ -194,12 +197,12 @@ impl Bridge {
         })
     }
 
-    fn applicable(
-        &self,
-        space: &Space,
-        pkt: &Pkt,
-        table: u8,
-    ) -> Rc<(Vec<Applicable>, Option<Bdd>)> {
+    /// The flows of `table` that may match `pkt`, each with the union of
+    /// the earlier flows that overlap it (its shadow). Overlap is decided
+    /// first on the constraints (two exact values of one field never
+    /// overlap; flows are indexed by their exact `nw_dst`), so a table of k
+    /// host routes costs O(k), not O(k²) BDD operations.
+    fn applicable(&self, space: &Space, pkt: &Pkt, table: u8) -> Rc<Vec<Applicable>> {
         let key: Vec<Val> = self
             .keys
             .get(&table)
@@ -211,13 +214,24 @@ impl Bridge {
             return hit.clone();
         }
         let mut out = Vec::new();
-        let mut acc = space.none();
+        // earlier exact flows: their effective constraints and match
+        let mut earlier: Vec<(Vec<Constraint>, Bdd)> = Vec::new();
+        let mut by_dst: HashMap<u128, Vec<usize>> = HashMap::new();
+        let mut any_dst: Vec<usize> = Vec::new();
+        let full = Field::NwDst.mask();
         for &i in self.tables.get(&table).into_iter().flatten() {
             let f = &self.flows[i as usize];
             let mut m = space.all();
             let mut exact = true;
             let mut possible = true;
+            let mut eff = Vec::new();
             for c in &f.matches {
+                if let Val::Alias(g) = pkt.read(c.field) {
+                    eff.push(Constraint {
+                        field: g,
+                        ..c.clone()
+                    });
+                }
                 match pkt.constrain(space, c) {
                     None => {
                         possible = false;
@@ -232,18 +246,39 @@ impl Bridge {
             if !possible || m.is_false() {
                 continue;
             }
+            let dst = eff
+                .iter()
+                .find(|c| c.field == Field::NwDst && c.mask == full)
+                .map(|c| c.value);
+            let candidates: Vec<usize> = match dst {
+                Some(d) => {
+                    let mut v: Vec<usize> = by_dst.get(&d).cloned().unwrap_or_default();
+                    v.extend(&any_dst);
+                    v
+                }
+                None => (0..earlier.len()).collect(),
+            };
+            let mut shadow = space.none();
+            for j in candidates {
+                let (ec, em) = &earlier[j];
+                if !disjoint(&eff, ec) {
+                    shadow = shadow.or(em);
+                }
+            }
             out.push(Applicable {
                 flow: i,
                 m: m.clone(),
-                shadow: acc.clone(),
+                shadow,
             });
             if exact {
-                acc = acc.or(&m);
+                match dst {
+                    Some(d) => by_dst.entry(d).or_default().push(earlier.len()),
+                    None => any_dst.push(earlier.len()),
+                }
+                earlier.push((eff, m));
             }
         }
-        // Packets no flow matches (None when a flow matches everything).
-        let miss = if acc.is_true() { None } else { Some(acc.not()) };
-        let rc = Rc::new((out, miss));
+        let rc = Rc::new(out);
         self.cache.borrow_mut().insert((table, key), rc.clone());
         rc
     }
@@ -283,10 +318,14 @@ impl Bridge {
             return;
         }
         let app = self.applicable(space, pkt, table);
-        for a in &app.0 {
+        let mut covered = space.none();
+        for a in app.iter() {
             let hit = pkt.set.and(&a.m);
             if hit.is_false() {
                 continue;
+            }
+            if keep_drops {
+                covered = covered.or(&hit);
             }
             let hit = if a.shadow.is_false() {
                 hit
@@ -309,21 +348,19 @@ impl Bridge {
             self.exec(space, next, acts, &p, keep_drops, out, depth);
         }
         if keep_drops {
-            if let Some(miss) = &app.1 {
-                let m = pkt.set.and(miss);
-                if !m.is_false() {
-                    let p = Pkt {
-                        set: m,
-                        over: pkt.over.clone(),
-                    };
-                    out.push(self.end(
-                        p,
-                        path,
-                        End::Drop {
-                            why: format!("table {table} miss"),
-                        },
-                    ));
-                }
+            let m = pkt.set.and_not(&covered);
+            if !m.is_false() {
+                let p = Pkt {
+                    set: m,
+                    over: pkt.over.clone(),
+                };
+                out.push(self.end(
+                    p,
+                    path,
+                    End::Drop {
+                        why: format!("table {table} miss"),
+                    },
+                ));
             }
         }
     }
@@ -471,4 +508,17 @@ impl Bridge {
             ));
         }
     }
+}
+
+/// Whether two constraint lists (on original header fields) can never hold
+/// together: some field is fixed to different values on common mask bits.
+fn disjoint(a: &[Constraint], b: &[Constraint]) -> bool {
+    a.iter().any(|x| {
+        b.iter().any(|y| {
+            x.field == y.field && {
+                let m = x.mask & y.mask;
+                (x.value & m) != (y.value & m)
+            }
+        })
+    })
 }

@@ -24,6 +24,8 @@ const MAX_UNDERLAY_HOPS: usize = 8;
 
 /// A Mux entry: (proto, port, n, row index).
 type VipEntry = (u8, u16, u64, u32);
+/// (instance, vip, proto, port, idx).
+type MemberKey = (String, u32, u8, u16, u64);
 
 pub struct Network {
     pub space: Space,
@@ -34,7 +36,7 @@ pub struct Network {
     pub lb_rows: Vec<(String, Row)>,
     /// (instance, vni, address) → entries.
     lb_vip: BTreeMap<(String, u64, u32), Vec<VipEntry>>,
-    lb_member: BTreeMap<(String, u32, u8, u16, u64), (u64, u32, u32)>,
+    lb_member: BTreeMap<MemberKey, (u64, u32, u32)>,
     lb_tunnel: BTreeMap<(String, u64, u32), (u32, u64, u32)>,
     blackhole: BTreeMap<(String, u32), u32>,
     /// address → instances holding it (HMux if announced, else SMuxes).

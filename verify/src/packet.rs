@@ -138,7 +138,8 @@ mod tests {
     fn ip_checksum_verifies() {
         let f = frame(&five_tuple(6, 0x0a000001, 0x0a000002, 1234, 80));
         assert_eq!(csum(&f[14..34]), 0);
-        assert_eq!(f.len(), 14 + 20 + 20);
+        assert_eq!(f.len(), 60); // 14 + 20 + 20, padded to the Ethernet minimum
+        assert_eq!(u16::from_be_bytes([f[16], f[17]]), 40);
         let p = pcap(&[f]);
         assert_eq!(&p[..4], &0xa1b2_c3d4u32.to_le_bytes());
     }

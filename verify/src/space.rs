@@ -218,7 +218,7 @@ impl Space {
         let mut s = lo;
         while s <= hi {
             let mut size: u128 = 1;
-            while s % (size * 2) == 0 && s + size * 2 - 1 <= hi && size * 2 <= full {
+            while s.is_multiple_of(size * 2) && s + size * 2 - 1 <= hi && size * 2 <= full {
                 size *= 2;
             }
             out = out.or(&self.field_eq(f, s, full & !(size - 1)));
