@@ -35,10 +35,13 @@ pub struct VerifyArgs<'a> {
     pub limit: usize,
 }
 
+/// A rule deriving a located relation: (head relation, table constant,
+/// priority constant, string literals of its match column, citation).
+type RuleCite = (String, Option<i64>, Option<i64>, Vec<String>, String);
+
 /// Rules and intent facts behind artifact rows.
 struct IntentProvenance {
-    /// (head relation, table constant, priority constant, match literals, citation)
-    rules: Vec<(String, Option<i64>, Option<i64>, Vec<String>, String)>,
+    rules: Vec<RuleCite>,
     /// (values as text, citation) of the intent's own facts.
     facts: Vec<(Vec<String>, String)>,
 }
