@@ -13,7 +13,9 @@
 //!   switches, all links at `capacity × headroom`) after adding the load;
 //!   LRU(s) = the max over the resources the load touches. The best switch
 //!   has the lowest (MRU, LRU), ties by name; "lower" means lower by more
-//!   than [`EPS`];
+//!   than [`EPS`]. Since MRU = max(global max, LRU), this orders candidates
+//!   by LRU; MRU decides the stop and the sticky rule. A candidate whose
+//!   tables alone already lose to the best is not evaluated (exact pruning);
 //! - the lowest MRU above 1 (+[`EPS`]) ends the greedy: this endpoint is
 //!   [`Outcome::Stopped`] and every later one is [`Outcome::Unplaced`]
 //!   (thesis: "the algorithm terminates");
@@ -107,13 +109,6 @@ struct State {
     max_util: f64,
 }
 
-/// A candidate's evaluation.
-struct Eval {
-    mru: f64,
-    lru: f64,
-    load: Load,
-}
-
 fn util(used: f64, cap: f64) -> f64 {
     if cap > 0.0 {
         used / cap
@@ -186,16 +181,17 @@ pub fn run(
         steps.push(s.clone());
     }
     state.max_util = scan_max(ctx, &state);
+    let mut scratch = Scratch::new(ctx.cap.len());
     for item in &order[prefix.len()..] {
         let outcome = if stopped {
             Outcome::Unplaced
         } else {
-            match decide(ctx, &state, item, &at, previous, evaluated) {
-                Some(Some(e)) => {
-                    add(&mut state, &e.load);
-                    state.max_util = e.mru;
-                    at.insert(item.ep, e.load.switch);
-                    Outcome::Placed(e.load)
+            match decide(ctx, &state, &mut scratch, item, &at, previous, evaluated) {
+                Some(Some((load, mru))) => {
+                    add(&mut state, &load);
+                    state.max_util = mru;
+                    at.insert(item.ep, load.switch);
+                    Outcome::Placed(load)
                 }
                 Some(None) => {
                     stopped = true;
@@ -235,15 +231,16 @@ fn scan_max(ctx: &Ctx, state: &State) -> f64 {
 }
 
 /// `None`: not evaluated (a TIP of an unplaced VIP); `Some(None)`: fits
-/// nowhere (the greedy stops); `Some(Some(e))`: the chosen switch.
+/// nowhere (the greedy stops); `Some(Some(load))`: the chosen switch's load.
 fn decide(
     ctx: &Ctx,
     state: &State,
+    scratch: &mut Scratch,
     item: &Item,
     at: &BTreeMap<Endpoint, usize>,
     previous: &BTreeMap<Endpoint, Sym>,
     evaluated: &mut usize,
-) -> Option<Option<Eval>> {
+) -> Option<Option<(Load, f64)>> {
     let vip = ctx.model.vips.get(&item.vip)?;
     let (spec, sources): (&EndpointSpec, Vec<(Sym, f64)>) = if item.tip {
         let vs = *at.get(&item.vip)?;
@@ -257,90 +254,181 @@ fn decide(
         (&vip.endpoint, src)
     };
     *evaluated += 1;
-    let evals: Vec<Option<Eval>> = (0..ctx.switches.len())
-        .map(|s| evaluate(ctx, state, spec, &sources, s))
-        .collect();
-    let mut best: Option<&Eval> = None;
-    for e in evals.iter().flatten() {
-        let better = match best {
+    let mut best: Option<(usize, Score)> = None;
+    for s in 0..ctx.switches.len() {
+        let Some(tab) = table_util(ctx, state, spec, s) else {
+            continue;
+        };
+        // Exact pruning: the tables alone bound (MRU, LRU) from below; a
+        // candidate that cannot beat the best even so is not evaluated.
+        if let Some((_, b)) = &best {
+            if !lower(state.max_util.max(tab), b.mru) && !lower(tab, b.lru) {
+                continue;
+            }
+        }
+        let Some(sc) = score(ctx, state, scratch, spec, &sources, s, tab) else {
+            continue;
+        };
+        let better = match &best {
             None => true,
-            Some(b) => lower(e.mru, b.mru) || (!lower(b.mru, e.mru) && lower(e.lru, b.lru)),
+            Some((_, b)) => lower(sc.mru, b.mru) || (!lower(b.mru, sc.mru) && lower(sc.lru, b.lru)),
         };
         if better {
-            best = Some(e);
+            best = Some((s, sc));
         }
     }
-    let best = match best {
-        Some(b) if b.mru <= 1.0 + EPS => b,
+    let (mut chosen, best) = match best {
+        Some((s, b)) if b.mru <= 1.0 + EPS => (s, b),
         _ => return Some(None),
     };
-    let mut chosen = best;
-    if let Some(p) = previous.get(&item.ep).and_then(|p| ctx.index.get(p)) {
-        if let Some(pe) = &evals[*p] {
-            if *p != best.load.switch
+    let mut mru = best.mru;
+    if let Some(&p) = previous.get(&item.ep).and_then(|p| ctx.index.get(p)) {
+        let prev = table_util(ctx, state, spec, p)
+            .and_then(|tab| score(ctx, state, scratch, spec, &sources, p, tab));
+        if let Some(pe) = prev {
+            if p != chosen
                 && pe.mru <= 1.0 + EPS
                 && pe.mru - best.mru <= ctx.model.params.delta + EPS
             {
-                chosen = pe;
+                chosen = p;
+                mru = pe.mru;
             }
         }
     }
-    let idx = chosen.load.switch;
-    evals.into_iter().nth(idx).flatten().map(Some)
+    let load = load_at(ctx, scratch, spec, &sources, chosen)?;
+    Some(Some((load, mru)))
 }
 
-/// The load, MRU and LRU of placing `spec` with traffic `sources` on switch
-/// `s`; `None` if a leg cannot reach its end or a resource has no capacity.
-fn evaluate(
+/// A candidate's (MRU, LRU).
+struct Score {
+    mru: f64,
+    lru: f64,
+}
+
+/// Per-link Mbps of the candidate being evaluated (zero outside `touched`).
+pub(super) struct Scratch {
+    load: Vec<f64>,
+    touched: Vec<usize>,
+}
+
+impl Scratch {
+    fn new(links: usize) -> Scratch {
+        Scratch {
+            load: vec![0.0; links],
+            touched: Vec::new(),
+        }
+    }
+
+    fn clear(&mut self) {
+        for &l in &self.touched {
+            self.load[l] = 0.0;
+        }
+        self.touched.clear();
+    }
+
+    /// Adds `spec`'s legs at switch `s` (source -> s, s -> member ToRs);
+    /// false if a leg with traffic cannot reach its end.
+    fn add_legs(
+        &mut self,
+        ctx: &Ctx,
+        spec: &EndpointSpec,
+        sources: &[(Sym, f64)],
+        s: usize,
+    ) -> bool {
+        let sw = ctx.switches[s];
+        let slots: i64 = spec.members.values().sum();
+        for &(src, mbps) in sources {
+            if !self.leg(ctx, src, sw, mbps) {
+                return false;
+            }
+            for (tor, n) in &spec.members {
+                if !self.leg(ctx, sw, *tor, mbps * *n as f64 / slots as f64) {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    fn leg(&mut self, ctx: &Ctx, from: Sym, to: Sym, amount: f64) -> bool {
+        if from == to || amount == 0.0 {
+            return true;
+        }
+        let Some(leg) = ctx.routes.leg(from, to) else {
+            return false;
+        };
+        for &(l, f) in leg.iter() {
+            if self.load[l] == 0.0 {
+                self.touched.push(l);
+            }
+            self.load[l] += amount * f;
+        }
+        true
+    }
+}
+
+/// The highest utilisation of `s`'s tables after adding `spec` (over the
+/// tables it uses); `None` if one of them has no capacity.
+fn table_util(ctx: &Ctx, state: &State, spec: &EndpointSpec, s: usize) -> Option<f64> {
+    let mut t: f64 = 0.0;
+    for i in 0..3 {
+        if spec.need[i] > 0 {
+            t = t.max(util(
+                (state.used[s][i] + spec.need[i]) as f64,
+                ctx.free[s][i] as f64,
+            ));
+        }
+    }
+    t.is_finite().then_some(t)
+}
+
+/// MRU and LRU of placing `spec` with traffic `sources` on switch `s`
+/// (`tab` = [`table_util`]); `None` if a leg cannot reach its end or a link
+/// has no capacity.
+fn score(
     ctx: &Ctx,
     state: &State,
+    scratch: &mut Scratch,
     spec: &EndpointSpec,
     sources: &[(Sym, f64)],
     s: usize,
-) -> Option<Eval> {
-    let sw = ctx.switches[s];
-    let slots: i64 = spec.members.values().sum();
-    let mut load: BTreeMap<usize, f64> = BTreeMap::new();
-    let mut leg = |from: Sym, to: Sym, amount: f64| -> Option<()> {
-        if from == to || amount == 0.0 {
-            return Some(());
-        }
-        for &(l, f) in ctx.routes.leg(from, to)?.iter() {
-            *load.entry(l).or_insert(0.0) += amount * f;
-        }
-        Some(())
-    };
-    for &(src, mbps) in sources {
-        leg(src, sw, mbps)?;
-        for (tor, n) in &spec.members {
-            leg(sw, *tor, mbps * *n as f64 / slots as f64)?;
-        }
-    }
-    let mut lru: f64 = 0.0;
-    for i in 0..3 {
-        if spec.need[i] > 0 {
-            let u = util(
-                (state.used[s][i] + spec.need[i]) as f64,
-                ctx.free[s][i] as f64,
-            );
-            lru = lru.max(u);
-        }
-    }
-    for (&l, &x) in &load {
+    tab: f64,
+) -> Option<Score> {
+    let ok = scratch.add_legs(ctx, spec, sources, s);
+    let mut lru = tab;
+    for &l in &scratch.touched {
+        let x = scratch.load[l];
         if x > 0.0 {
             lru = lru.max(util(state.link[l] + x, ctx.cap[l]));
         }
     }
-    if lru.is_infinite() || lru.is_nan() {
-        return None;
-    }
-    Some(Eval {
+    scratch.clear();
+    (ok && lru.is_finite()).then_some(Score {
         mru: state.max_util.max(lru),
         lru,
-        load: Load {
-            switch: s,
-            need: spec.need,
-            links: load.into_iter().collect(),
-        },
+    })
+}
+
+/// The load of `spec` on switch `s` (its links sorted by index).
+fn load_at(
+    ctx: &Ctx,
+    scratch: &mut Scratch,
+    spec: &EndpointSpec,
+    sources: &[(Sym, f64)],
+    s: usize,
+) -> Option<Load> {
+    let ok = scratch.add_legs(ctx, spec, sources, s);
+    let mut links: Vec<(usize, f64)> = scratch
+        .touched
+        .iter()
+        .map(|&l| (l, scratch.load[l]))
+        .filter(|(_, x)| *x > 0.0)
+        .collect();
+    links.sort_unstable_by_key(|(l, _)| *l);
+    scratch.clear();
+    ok.then_some(Load {
+        switch: s,
+        need: spec.need,
+        links,
     })
 }

@@ -568,3 +568,95 @@ fn duet_example_is_placed_by_the_builtin_and_pins_win() {
         vec![("100.64.1.5".to_string(), "tor4".to_string())]
     );
 }
+
+// ------------------------------------------------------------ perf probe
+
+/// A k-ary fat tree (k pods of k/2 ToRs and k/2 aggs, (k/2)² cores) with
+/// `vips` VIPs of 1–4 DIP ToRs and traffic from one ToR, as `netc gen`
+/// draws them. `cargo test --release -p netc-runtime --lib placement_perf
+/// -- --ignored --nocapture` prints the time of a from-scratch placement and
+/// of one VIP update.
+#[test]
+#[ignore]
+fn placement_perf_fat_tree() {
+    let k: usize = std::env::var("K")
+        .ok()
+        .and_then(|x| x.parse().ok())
+        .unwrap_or(20);
+    let n_vips: u32 = std::env::var("VIPS")
+        .ok()
+        .and_then(|x| x.parse().ok())
+        .unwrap_or(30_000);
+    let mut f = Fabric::default();
+    let (h, e, t) = (16_384, 4_096, 512);
+    let mut tors = Vec::new();
+    for p in 0..k {
+        for i in 0..k / 2 {
+            let tor = s(&format!("tor{p}-{i}"));
+            let agg = s(&format!("agg{p}-{i}"));
+            f.switches.insert(tor, [h, e, t]);
+            f.switches.insert(agg, [h, e, t]);
+            tors.push(tor);
+        }
+        for i in 0..k / 2 {
+            for j in 0..k / 2 {
+                let (tor, agg) = (s(&format!("tor{p}-{i}")), s(&format!("agg{p}-{j}")));
+                f.links.insert((tor, agg), 10_000);
+                f.links.insert((agg, tor), 10_000);
+            }
+            for c in 0..k / 2 {
+                let (agg, core) = (s(&format!("agg{p}-{i}")), s(&format!("core{i}-{c}")));
+                f.switches.insert(core, [h, e, t]);
+                f.links.insert((agg, core), 40_000);
+                f.links.insert((core, agg), 40_000);
+            }
+        }
+    }
+    let mut x: u64 = 1;
+    let mut rnd = |n: usize| {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (x >> 33) as usize % n
+    };
+    let mut vips = BTreeMap::new();
+    for v in 0..n_vips {
+        let members: BTreeMap<Sym, i64> = (0..1 + rnd(4))
+            .map(|_| (tors[rnd(tors.len())], 1))
+            .collect();
+        let slots = members.len() as i64;
+        vips.insert(
+            Ipv4Addr::from(0x6440_0000 + v),
+            VipSpec {
+                endpoint: EndpointSpec {
+                    need: [2, slots, slots],
+                    members,
+                },
+                traffic: BTreeMap::from([(tors[rnd(tors.len())], 1 + rnd(200) as i64)]),
+                tips: BTreeMap::new(),
+            },
+        );
+    }
+    let m = Model {
+        fabric: f,
+        vips,
+        params: Params::default(),
+    };
+    let t0 = std::time::Instant::now();
+    let mut p = Placement::compute(m, &BTreeMap::new());
+    let full = t0.elapsed();
+    let last = *p.model().vips.keys().last().unwrap();
+    let mut spec = p.model().vips[&last].clone();
+    spec.traffic = BTreeMap::from([(tors[0], 1)]);
+    let t1 = std::time::Instant::now();
+    let d = p.update(vec![VipChange::Set(last, spec)]);
+    eprintln!(
+        "k={k}: {} switches, {n_vips} VIPs: placed {} in {full:?}; one small VIP changed: {:?}, {} re-decided, delta {}+{}-",
+        p.model().fabric.switches.len(),
+        p.assignment().len(),
+        t1.elapsed(),
+        p.stats().evaluated,
+        d.inserted.len(),
+        d.deleted.len()
+    );
+}
