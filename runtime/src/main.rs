@@ -120,60 +120,8 @@ enum Command {
         /// Output: a FILE (all facts), a DIR (existing, or ending in `/`: topology/tenants/services/policy.ndl), or `-` for stdout.
         #[arg(short, long, value_name = "FILE|DIR")]
         out: PathBuf,
-        /// Random seed (default 1).
-        #[arg(long)]
-        seed: Option<u64>,
-        /// Fat-tree arity: k pods of k/2 ToRs + k/2 aggs, (k/2)^2 cores (even, 2..64).
-        #[arg(long)]
-        k: Option<u32>,
-        /// Hosts, spread round-robin over the k^2/2 ToRs.
-        #[arg(long, conflicts_with = "hosts_per_tor")]
-        hosts: Option<u32>,
-        /// Hosts per ToR (sets --hosts to this times the ToR count).
-        #[arg(long)]
-        hosts_per_tor: Option<u32>,
-        /// Tenants (one VNI each).
-        #[arg(long)]
-        tenants: Option<u32>,
-        /// VMs of every tenant (exact).
-        #[arg(long)]
-        vms_per_tenant: Option<u32>,
-        /// Vnets (/16 address spaces) per tenant.
-        #[arg(long)]
-        vnets_per_tenant: Option<u32>,
-        /// % of a tenant's VMs placed in its home pod.
-        #[arg(long)]
-        locality_pct: Option<u32>,
-        /// VIP endpoints (DIP counts follow Zipf's law).
-        #[arg(long)]
-        vips: Option<u32>,
-        /// Cap of a VIP's DIP count (> 512 gets a TIP range).
-        #[arg(long)]
-        max_dips: Option<u32>,
-        /// ACL rules per tenant.
-        #[arg(long)]
-        acls_per_tenant: Option<u32>,
-        /// Multicast groups (over random tenants).
-        #[arg(long)]
-        mcast_groups: Option<u32>,
-        /// Anolis NF clusters (consistent-hash chains).
-        #[arg(long)]
-        nf_chains: Option<u32>,
-        /// Software Muxes.
-        #[arg(long)]
-        smuxes: Option<u32>,
-        /// Hoverboard gateways.
-        #[arg(long)]
-        hoverboards: Option<u32>,
-        /// % of tenants on the Hoverboard model.
-        #[arg(long)]
-        hoverboard_pct: Option<u32>,
-        /// % of tenants with a SNAT VIP and 8-port grants.
-        #[arg(long)]
-        snat_pct: Option<u32>,
-        /// flow_usage reports (distinct VM pairs; Pareto usage).
-        #[arg(long)]
-        flows: Option<u32>,
+        #[command(flatten)]
+        knobs: netc_runtime::commands::gen::Knobs,
     },
     /// Prove isolation and affinity on the artifacts that will be pushed (specs/invariants.md).
     #[command(after_help = concat!(
@@ -286,51 +234,7 @@ fn dispatch(cli: Cli) -> Outcome {
             out: &out,
             workers: workers as usize,
         }),
-        Command::Gen {
-            preset,
-            out,
-            seed,
-            k,
-            hosts,
-            hosts_per_tor,
-            tenants,
-            vms_per_tenant,
-            vnets_per_tenant,
-            locality_pct,
-            vips,
-            max_dips,
-            acls_per_tenant,
-            mcast_groups,
-            nf_chains,
-            smuxes,
-            hoverboards,
-            hoverboard_pct,
-            snat_pct,
-            flows,
-        } => commands::gen::run(
-            preset,
-            &commands::gen::Knobs {
-                seed,
-                k,
-                hosts,
-                hosts_per_tor,
-                tenants,
-                vms_per_tenant,
-                vnets_per_tenant,
-                locality_pct,
-                vips,
-                max_dips,
-                acls_per_tenant,
-                mcast_groups,
-                nf_chains,
-                smuxes,
-                hoverboards,
-                hoverboard_pct,
-                snat_pct,
-                flows,
-            },
-            &out,
-        ),
+        Command::Gen { preset, out, knobs } => commands::gen::run(preset, &knobs, &out),
         Command::Verify {
             intent,
             artifacts,

@@ -14,25 +14,61 @@ use std::path::Path;
 use std::time::Instant;
 
 /// Knobs given on the command line; `None` keeps the preset's value.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, clap::Args)]
 pub struct Knobs {
+    /// Random seed (default 1).
+    #[arg(long)]
     pub seed: Option<u64>,
+    /// Fat-tree arity: k pods of k/2 ToRs + k/2 aggs, (k/2)^2 cores (even, 2..64).
+    #[arg(long)]
     pub k: Option<u32>,
+    /// Hosts, spread round-robin over the k^2/2 ToRs.
+    #[arg(long, conflicts_with = "hosts_per_tor")]
     pub hosts: Option<u32>,
+    /// Hosts per ToR (sets --hosts to this times the ToR count).
+    #[arg(long)]
     pub hosts_per_tor: Option<u32>,
+    /// Tenants (one VNI each).
+    #[arg(long)]
     pub tenants: Option<u32>,
+    /// VMs of every tenant (exact).
+    #[arg(long)]
     pub vms_per_tenant: Option<u32>,
+    /// Vnets (/16 address spaces) per tenant.
+    #[arg(long)]
     pub vnets_per_tenant: Option<u32>,
+    /// % of a tenant's VMs placed in its home pod.
+    #[arg(long)]
     pub locality_pct: Option<u32>,
+    /// VIP endpoints (DIP counts follow Zipf's law).
+    #[arg(long)]
     pub vips: Option<u32>,
+    /// Cap of a VIP's DIP count (> 512 gets a TIP range).
+    #[arg(long)]
     pub max_dips: Option<u32>,
+    /// ACL rules per tenant.
+    #[arg(long)]
     pub acls_per_tenant: Option<u32>,
+    /// Multicast groups (over random tenants).
+    #[arg(long)]
     pub mcast_groups: Option<u32>,
+    /// Anolis NF clusters (consistent-hash chains).
+    #[arg(long)]
     pub nf_chains: Option<u32>,
+    /// Software Muxes.
+    #[arg(long)]
     pub smuxes: Option<u32>,
+    /// Hoverboard gateways.
+    #[arg(long)]
     pub hoverboards: Option<u32>,
+    /// % of tenants on the Hoverboard model.
+    #[arg(long)]
     pub hoverboard_pct: Option<u32>,
+    /// % of tenants with a SNAT VIP and 8-port grants.
+    #[arg(long)]
     pub snat_pct: Option<u32>,
+    /// flow_usage reports (distinct VM pairs; Pareto usage).
+    #[arg(long)]
     pub flows: Option<u32>,
 }
 
