@@ -8,13 +8,12 @@
 //! an intent that is over it. Exit 0 if every switch fits, 1 if one does not
 //! (or a row does not fit the program), 2 on usage or input errors.
 
-use super::{report, Outcome};
+use super::{evaluate_intent, EvaluatedIntent, Outcome};
 use crate::intent;
 use netc_targets::p4::resources::{self, Profile, SwitchUse};
 use netc_targets::p4::{self, entries};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 pub struct CapacityArgs<'a> {
     pub intent: &'a [PathBuf],
@@ -29,22 +28,15 @@ pub fn run(args: CapacityArgs) -> Outcome {
         Ok(p) => p,
         Err(e) => return Outcome::InputError(e, Some("--profile duet|tofino".into())),
     };
-    let c = match intent::load(args.intent, args.rules) {
-        Ok(c) => c,
-        Err(e) => return Outcome::InputError(format!("cannot read the rules: {e}"), None),
-    };
-    if report(&c) {
-        return Outcome::ProgramErrors;
-    }
-    let Some(plan) = c.plan else {
-        return Outcome::ProgramErrors;
-    };
-    let plan = Arc::new(plan);
-    let engine = match intent::evaluate(plan.clone(), args.workers) {
+    let EvaluatedIntent {
+        compilation: c,
+        plan,
+        engine,
+        findings,
+    } = match evaluate_intent(args.intent, args.rules, args.workers) {
         Ok(e) => e,
-        Err(e) => return Outcome::InputError(format!("engine: {e}"), None),
+        Err(outcome) => return outcome,
     };
-    let findings = intent::findings::collect(&plan, |r| engine.contents(r));
     for f in &findings {
         eprint!("note: {}", f.render(&c.sources));
     }

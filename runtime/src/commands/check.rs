@@ -6,11 +6,9 @@
 //! standard rules and evaluated, and bad intent (`error_*` rows) is reported
 //! as by `netc compile`, without writing anything.
 
-use super::{report, Outcome};
-use crate::intent;
+use super::{evaluate_intent, report, Outcome};
 use netc_compiler::{compile_files, plan::Plan, Compilation};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 pub struct CheckArgs<'a> {
     pub files: &'a [PathBuf],
@@ -20,14 +18,27 @@ pub struct CheckArgs<'a> {
 }
 
 pub fn run(args: CheckArgs) -> Outcome {
-    let c = if args.intent {
-        match intent::load(args.files, args.rules) {
-            Ok(c) => c,
-            Err(e) => return Outcome::InputError(format!("cannot read the rules: {e}"), None),
+    if args.intent {
+        let ev = match evaluate_intent(args.files, args.rules, 1) {
+            Ok(e) => e,
+            Err(outcome) => return outcome,
+        };
+        dump(&ev.compilation, args.dump_after);
+        for f in &ev.findings {
+            eprint!("{}", f.render(&ev.compilation.sources));
         }
-    } else {
-        compile_files(args.files)
-    };
+        if !ev.findings.is_empty() {
+            let n = ev.findings.len();
+            eprintln!(
+                "\n{n} problem{} in the intent",
+                if n == 1 { "" } else { "s" }
+            );
+            return Outcome::ProgramErrors;
+        }
+        eprintln!("ok: {}", summary(&ev.plan));
+        return Outcome::Ok;
+    }
+    let c = compile_files(args.files);
     dump(&c, args.dump_after);
     if report(&c) {
         return Outcome::ProgramErrors;
@@ -35,25 +46,6 @@ pub fn run(args: CheckArgs) -> Outcome {
     let Some(plan) = &c.plan else {
         return Outcome::ProgramErrors;
     };
-    if args.intent {
-        let plan = Arc::new(plan.clone());
-        let engine = match intent::evaluate(plan.clone(), 1) {
-            Ok(e) => e,
-            Err(e) => return Outcome::InputError(format!("engine: {e}"), None),
-        };
-        let findings = intent::findings::collect(&plan, |r| engine.contents(r));
-        for f in &findings {
-            eprint!("{}", f.render(&c.sources));
-        }
-        if !findings.is_empty() {
-            eprintln!(
-                "\n{} problem{} in the intent",
-                findings.len(),
-                if findings.len() == 1 { "" } else { "s" }
-            );
-            return Outcome::ProgramErrors;
-        }
-    }
     eprintln!("ok: {}", summary(plan));
     Outcome::Ok
 }

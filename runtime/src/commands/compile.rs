@@ -6,10 +6,9 @@
 //! relation under `DIR/relations/` — replacing DIR as a whole, so DIR always
 //! holds one complete compilation.
 
-use super::{report, Outcome};
+use super::{evaluate_intent, EvaluatedIntent, Outcome};
 use crate::intent;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 pub struct CompileArgs<'a> {
     pub intent: &'a [PathBuf],
@@ -19,27 +18,15 @@ pub struct CompileArgs<'a> {
 }
 
 pub fn run(args: CompileArgs) -> Outcome {
-    let c = match intent::load(args.intent, args.rules) {
-        Ok(c) => c,
-        Err(e) => {
-            return Outcome::InputError(
-                format!("cannot read the rules: {e}"),
-                Some("--rules takes a directory of .ndl files".into()),
-            )
-        }
-    };
-    if report(&c) {
-        return Outcome::ProgramErrors;
-    }
-    let Some(plan) = c.plan else {
-        return Outcome::ProgramErrors;
-    };
-    let plan = Arc::new(plan);
-    let engine = match intent::evaluate(plan.clone(), args.workers) {
+    let EvaluatedIntent {
+        compilation: c,
+        plan,
+        engine,
+        findings,
+    } = match evaluate_intent(args.intent, args.rules, args.workers) {
         Ok(e) => e,
-        Err(e) => return Outcome::InputError(format!("engine: {e}"), None),
+        Err(outcome) => return outcome,
     };
-    let findings = intent::findings::collect(&plan, |r| engine.contents(r));
     if !findings.is_empty() {
         for f in &findings {
             eprint!("{}", f.render(&c.sources));

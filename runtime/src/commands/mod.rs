@@ -13,8 +13,14 @@ pub mod gen;
 pub mod run;
 pub mod verify;
 
+use crate::engine::Engine;
+use crate::intent;
+use crate::intent::findings::Finding;
+use netc_compiler::plan::Plan;
 use netc_compiler::Compilation;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 
 /// How a command ended.
 pub enum Outcome {
@@ -77,4 +83,42 @@ fn plural(n: usize) -> &'static str {
     } else {
         "s"
     }
+}
+
+/// Intent compiled with the standard rules and evaluated: what `compile`,
+/// `check --intent`, `capacity` and `verify` start from.
+pub struct EvaluatedIntent {
+    pub compilation: Compilation,
+    pub plan: Arc<Plan>,
+    pub engine: Engine,
+    /// Bad intent (`error_*` rows); each command decides what it means.
+    pub findings: Vec<Finding>,
+}
+
+/// Loads the rules and intent, reports diagnostics (program errors → exit 1),
+/// and evaluates. Findings are returned, not printed.
+pub fn evaluate_intent(
+    files: &[PathBuf],
+    rules: Option<&Path>,
+    workers: usize,
+) -> Result<EvaluatedIntent, Outcome> {
+    let compilation = intent::load(files, rules).map_err(|e| {
+        Outcome::InputError(
+            format!("cannot read the rules: {e}"),
+            Some("--rules takes a directory of .ndl files".into()),
+        )
+    })?;
+    if report(&compilation) {
+        return Err(Outcome::ProgramErrors);
+    }
+    let plan = Arc::new(compilation.plan.clone().ok_or(Outcome::ProgramErrors)?);
+    let engine = intent::evaluate(plan.clone(), workers)
+        .map_err(|e| Outcome::InputError(format!("engine: {e}"), None))?;
+    let findings = intent::findings::collect(&plan, |r| engine.contents(r));
+    Ok(EvaluatedIntent {
+        compilation,
+        plan,
+        engine,
+        findings,
+    })
 }

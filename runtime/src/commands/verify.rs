@@ -13,7 +13,7 @@
 //! `--pcap FILE` the counterexample packets. Exit 0 proven, 1 violated,
 //! 2 input errors (unreadable or malformed artifacts, bad intent).
 
-use super::{report, Outcome};
+use super::{evaluate_intent, EvaluatedIntent, Outcome};
 use crate::intent;
 use netc_compiler::plan::{Expr, Plan};
 use netc_compiler::value::Value;
@@ -199,21 +199,18 @@ struct Compiled {
 }
 
 fn compile(intent: &[PathBuf], rules: Option<&Path>) -> Result<Compiled, Outcome> {
-    let c = intent::load(intent, rules)
-        .map_err(|e| Outcome::InputError(format!("cannot read the rules: {e}"), None))?;
-    if report(&c) {
-        return Err(Outcome::InputError(
-            "the intent has errors (see above)".into(),
-            None,
-        ));
-    }
-    let Some(plan) = c.plan.clone() else {
-        return Err(Outcome::InputError("the intent has errors".into(), None));
-    };
-    let plan = Arc::new(plan);
-    let engine = intent::evaluate(plan.clone(), 1)
-        .map_err(|e| Outcome::InputError(format!("engine: {e}"), None))?;
-    let findings = intent::findings::collect(&plan, |r| engine.contents(r));
+    // Verification needs a compiled intent; program errors are input errors here (exit 2).
+    let EvaluatedIntent {
+        compilation: c,
+        plan,
+        engine,
+        findings,
+    } = evaluate_intent(intent, rules, 1).map_err(|o| match o {
+        Outcome::ProgramErrors => {
+            Outcome::InputError("the intent has errors (see above)".into(), None)
+        }
+        other => other,
+    })?;
     if !findings.is_empty() {
         for f in &findings {
             eprint!("{}", f.render(&c.sources));
