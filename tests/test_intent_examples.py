@@ -20,6 +20,9 @@ rules, from the intent facts (parsed with a small fact reader below):
     (packets are followed through the P4 replicas and OVS groups);
   * andromeda: offload flows exactly for pairs above the threshold; flows
     grow linearly with network size under Hoverboard, quadratically without;
+  * nfchain: on every host of the tenant, one symmetric dp_hash group per
+    hop with the same instances in the same order, the steering flows of
+    both directions, the fan-out to the hops, the copies' delivery;
   * tests/data/bad_intent/*.ndl: each yields exactly the error_* relations
     its first line announces.
 """
@@ -126,6 +129,7 @@ ALL = [
     ("anolis", ["intent.ndl"]),
     ("athena", ["intent.ndl"]),
     ("andromeda", ["intent.ndl"]),
+    ("nfchain", ["intent.ndl"]),
 ]
 _cache: dict[str, dict] = {}
 
@@ -550,6 +554,56 @@ def test_andromeda_growth(netc_bin, tmp_path):
         assert pp >= 3.2, counts
 
 
+# ---------------------------------------------------------------- NF chains (AFF-3)
+def test_nfchain(netc_bin):
+    facts = read_facts(EXAMPLES / "nfchain" / "intent.ndl")
+    rels = example(netc_bin, "nfchain")
+    vni = next(r[1] for r in facts["tenant"] if r[0] == "shop")
+    vms = {r[1]: r for r in facts["vm"] if r[0] == "shop"}  # name -> (tenant, name, mac, ip, host)
+    port = {r[2]: r[3] for r in facts["vm_port"] if r[1] == "shop"}
+    host_ip = {r[0]: r[1] for r in facts["host"]}
+    hops: dict[int, list[str]] = defaultdict(list)
+    for _t, _c, hop, v in facts["nf_instance"]:
+        hops[int(hop)].append(v)
+    shop_hosts = {v[4] for v in vms.values()}
+    groups = {(r[0], int(r[1])): r for r in rels["ovs_group"]}
+    flows = defaultdict(set)
+    for h, t, p, m, a, _c in rels["ovs_flow"]:
+        flows[(h, int(t), int(p))].add((m, a))
+    steer = set()
+    for _t, _c, src, dst, proto, po in facts["nf_steer"]:
+        pn = {"6": "tcp", "17": "udp"}[proto]
+        fwd_port = f",tp_dst={po}" if po != "0" else ""
+        rev_port = f",tp_src={po}" if po != "0" else ""
+        steer.add(f"{pn},reg5=0,reg6={vni},nw_src={src},nw_dst={dst}{fwd_port}")
+        steer.add(f"{pn},reg5=0,reg6={vni},nw_src={dst},nw_dst={src}{rev_port}")
+    for h in shop_hosts:
+        for hop, instances in hops.items():
+            kind, text = groups[(h, 10000 + hop)][2:4]
+            head, *buckets = text.split(",bucket=actions=")
+            assert kind == "select"
+            assert head == f"selection_method=dp_hash,selection_method_param={(1 << 32) | hop}"
+            want = []
+            for v in sorted(instances):
+                _t, _n, mac, _ip, vh = vms[v]
+                if vh == h:
+                    want.append(f"mod_dl_src:fe:ff:ff:ff:ff:ff,mod_dl_dst:{mac},output:{port[v]}")
+                else:
+                    want.append(f"mod_dl_dst:{mac},set_field:{vni}->tun_id,set_field:{host_ip[vh]}->tun_dst,output:1")
+            assert buckets == want, (h, hop)
+        tap = "load:1->NXM_NX_REG5[],resubmit(,45),resubmit(,30)"
+        assert flows[(h, 30, 130)] == {(m, tap) for m in steer}, h
+        fan = ",".join(f"group:{10000 + hop}" for hop in sorted(hops))
+        assert flows[(h, 45, 100)] == {(f"reg5=1,reg6={vni}", fan)}, h
+    # copies tunnelled to an instance are delivered by its MAC on its host
+    for v in {v for vs in hops.values() for v in vs}:
+        _t, _n, mac, _ip, vh = vms[v]
+        assert (f"ip,reg6={vni},dl_dst={mac}",
+                f"mod_dl_src:fe:ff:ff:ff:ff:ff,mod_dl_dst:{mac},output:{port[v]}") in flows[(vh, 40, 108)]
+    assert sorted((r[0], r[3], r[4]) for r in rels["agent_nf_instance"]) == sorted(
+        (vms[v][4], str(hop), v) for hop, vs in hops.items() for v in vs)
+
+
 # ---------------------------------------------------------------- bad intent
 @pytest.mark.parametrize("path", sorted(BAD.glob("*.ndl")), ids=lambda p: p.stem)
 def test_bad_intent(netc_bin, path, tmp_path):
@@ -573,7 +627,7 @@ def test_bad_intent(netc_bin, path, tmp_path):
 
 
 # ---------------------------------------------------------------- OVS flows are valid ovs-ofctl syntax
-@pytest.mark.parametrize("name", ["quickstart", "ananta", "rubik", "yoda", "athena", "andromeda"])
+@pytest.mark.parametrize("name", ["quickstart", "ananta", "rubik", "yoda", "athena", "andromeda", "nfchain"])
 def test_ovs_flows_parse(netc_bin, name, tmp_path):
     """Every ovs_flow row, rendered as specs/targets.md §3.1 says, is accepted
     by `ovs-ofctl parse-flows` (skipped when Open vSwitch is not installed)."""

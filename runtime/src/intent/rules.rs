@@ -26,6 +26,7 @@ pub const STANDARD_RULES: &[(&str, &str)] = &[
         include_str!("../../../rules/multicast.ndl"),
     ),
     ("anolis.ndl", include_str!("../../../rules/anolis.ndl")),
+    ("nf.ndl", include_str!("../../../rules/nf.ndl")),
     (
         "andromeda.ndl",
         include_str!("../../../rules/andromeda.ndl"),
