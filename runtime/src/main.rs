@@ -154,6 +154,30 @@ enum Command {
         #[arg(long, default_value_t = 3)]
         limit: usize,
     },
+    /// Show what the verifier's model predicts one packet does, bridge by bridge (a debugging aid).
+    #[command(after_help = concat!(
+        "The packet: comma-separated key=value (ovs-fields(7) names): host= (the bridge) and in_port= (the VM's OpenFlow port,\n",
+        "or 1 with tun_id= for a packet arriving by VXLAN), then headers: eth_src eth_dst eth_type ip_src ip_dst proto tp_src tp_dst\n",
+        "arp_op arp_spa arp_tpa arp_sha arp_tha, and the shorthands ip tcp udp icmp arp. Unset headers are 0 (tp_src 40000).\n\n",
+        "Printed per bridge the packet reaches: every path's flows (table, priority, cookie, file:line), group buckets, and its\n",
+        "fate (output port, tunnel tun_id/tun_dst, uplink, drop and why) with the rewritten headers. A select group's buckets are\n",
+        "alternatives (the model does not compute OVS's hash): each path names the bucket it assumes. The model is the one\n",
+        "`netc verify` proves on; tests/test_verify_agrees_ovs.py checks it against real OVS's ofproto/trace.\n\n",
+        "Example:\n  netc compile examples/quickstart/intent.ndl --out out\n",
+        "  netc predict --artifacts out --packet 'host=h1,in_port=10,tcp,eth_src=02:00:00:00:01:01,eth_dst=fe:ff:ff:ff:ff:ff,ip_src=10.1.1.11,ip_dst=10.1.1.12,tp_dst=80'\n\n",
+        "Exit codes: 0 predicted · 2 usage, input or I/O error (bad packet, unknown host, unreadable artifacts)"
+    ))]
+    Predict {
+        /// The artifact directory written by `netc compile --out DIR`.
+        #[arg(long, value_name = "DIR", required = true)]
+        artifacts: PathBuf,
+        /// The packet, e.g. 'host=h1,in_port=10,tcp,ip_src=10.1.1.11,ip_dst=10.1.1.12,tp_dst=80'.
+        #[arg(long, value_name = "FIELDS", required = true)]
+        packet: String,
+        /// Print the prediction as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print the program in another engine's language (Souffle), for cross-checking.
     #[command(after_help = concat!(
         "Network types are encoded as numbers (ipv4, mac: unsigned; prefix4: network << 8 | length; ipv6: symbols);\n",
@@ -254,6 +278,11 @@ fn dispatch(cli: Cli) -> Outcome {
             rules: rules.as_deref(),
             limit,
         }),
+        Command::Predict {
+            artifacts,
+            packet,
+            json,
+        } => commands::predict::run(&artifacts, &packet, json),
         Command::Export {
             souffle: _,
             files,

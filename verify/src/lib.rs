@@ -21,6 +21,9 @@
 //!    or entry matched at each hop (`file:line`), and the rules and intent
 //!    facts behind them (through a [`Provenance`] the caller supplies).
 //!
+//! [`predict`] runs one concrete packet through the same model (`netc
+//! predict`), hop by hop; tests compare it with OVS's `ofproto/trace`.
+//!
 //! The invariants are defined in `specs/invariants.md`. Architecture
 //! invariant: `verify/` reads artifacts, never the engine.
 
@@ -31,6 +34,7 @@ pub mod network;
 pub mod ofctl;
 pub mod packet;
 pub mod policy;
+pub mod predict;
 pub mod report;
 pub mod space;
 pub mod tables;

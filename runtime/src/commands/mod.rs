@@ -10,6 +10,7 @@ pub mod check;
 pub mod compile;
 pub mod export;
 pub mod gen;
+pub mod predict;
 pub mod run;
 pub mod verify;
 
