@@ -69,16 +69,23 @@ def parse_program(src: str) -> dict:
             except ValueError:
                 fields[n] = t  # a nested header/struct type
         types[m.group(2)] = fields
-    # control parameters: name -> type (for `hdr`, `meta`, `std`)
+    # control parameters: name -> type (for `hdr`, `meta`, `std`, `ig_intr_md`)
     params = {"std": "standard_metadata_t"}
-    for t, n in re.findall(r"inout\s+(\w+)\s+(\w+)", src):
+    for t, n in re.findall(r"\b(?:inout|in|out)\s+(\w+)\s+(\w+)", src):
         params.setdefault(n, t)
-    std = {"ingress_port": 9, "egress_spec": 9, "egress_port": 9, "mcast_grp": 16}
+    # architecture metadata (v1model standard_metadata, TNA ingress intrinsic metadata)
+    intrinsic = {
+        "std": {"ingress_port": 9, "egress_spec": 9, "egress_port": 9, "mcast_grp": 16},
+        "ig_intr_md": {"ingress_port": 9},
+    }
 
     def expr_width(expr: str) -> int:
+        sl = re.fullmatch(r"(.*)\[(\d+):(\d+)\]", expr)
+        if sl:  # a slice of a field: hi - lo + 1 bits
+            return int(sl.group(2)) - int(sl.group(3)) + 1
         parts = expr.split(".")
-        if parts[0] == "std":
-            return std[parts[1]]
+        if parts[0] in intrinsic:
+            return intrinsic[parts[0]][parts[1]]
         ty = params[parts[0]]
         for p in parts[1:]:
             w = types[ty][p]
@@ -94,14 +101,15 @@ def parse_program(src: str) -> dict:
             t, n = p.rsplit(None, 1)
             ps.append((n, width_of(t, typedefs)))
         out["actions"][m.group(2)] = (int(m.group(1), 0), ps)
-    for m in re.finditer(r"@id\((0x[0-9a-fA-F]+|\d+)\)\s*action_profile\((?:32w)?(\d+)\)\s*(\w+)\s*;", src):
+    # v1model `action_profile(32wN) name;`, TNA `ActionProfile(N) name;`
+    for m in re.finditer(r"@id\((0x[0-9a-fA-F]+|\d+)\)\s*(?:action_profile|ActionProfile)\((?:32w)?(\d+)\)\s*(\w+)\s*;", src):
         out["profiles"][m.group(3)] = (int(m.group(1), 0), int(m.group(2)))
     for m in re.finditer(r"@id\((0x[0-9a-fA-F]+|\d+)\)\s*table\s+(\w+)\s*\{", src):
         body, _ = block(src, m.end() - 1)
         kb = re.search(r"key\s*=\s*\{([^}]*)\}", body).group(1)
         keys = [
             (name, expr_width(expr), KINDS[kind])
-            for expr, kind, name in re.findall(r"([\w.]+)\s*:\s*(\w+)\s*@name\(\"(\w+)\"\)\s*;", kb)
+            for expr, kind, name in re.findall(r"([\w.]+(?:\[\d+:\d+\])?)\s*:\s*(\w+)\s*@name\(\"(\w+)\"\)\s*;", kb)
         ]
         acts = re.findall(r"(\w+)\s*;", re.search(r"actions\s*=\s*\{([^}]*)\}", body).group(1))
         impl = re.search(r"implementation\s*=\s*(\w+)\s*;", body)

@@ -66,6 +66,19 @@ enum Command {
         #[arg(long, value_name = "SCRIPT")]
         updates: Option<PathBuf>,
     },
+    /// Write the extra entries a Tofino switch (p4/netc_tna.p4) needs: DIR/p4_tna/<switch>.txtpb.
+    #[command(after_help = concat!(
+        "netc_tna.p4 computes hash5 % n with lookup tables (Tofino has no run-time `%`); this writes,\n",
+        "for every switch of an artifact directory, the WriteRequest that fills them for the vector\n",
+        "sizes n its vip/vip_local/route rows use (up to 1,028 entries per n). v1model switches\n",
+        "(p4/netc.p4) do not need it. Install DIR/p4_tna/<sw>.txtpb, then DIR/p4/<sw>.txtpb.\n\n",
+        "Example:\n  netc compile examples/duet/*.ndl --out out && netc tofino out\n\n",
+        "Exit codes: 0 written · 2 not an artifact directory, a malformed row, or an I/O error"
+    ))]
+    Tofino {
+        /// An artifact directory written by `netc compile ... --out DIR`.
+        dir: PathBuf,
+    },
     /// Each switch's table use against a capacity model (Duet: host 16K, ECMP 4K, tunnel 512; or Tofino stages/SRAM/TCAM).
     #[command(
         after_help = "Exit codes: 0 every switch fits · 1 a switch is over capacity, or a row does not fit p4/netc.p4 · 2 usage, input or I/O error"
@@ -235,6 +248,7 @@ fn dispatch(cli: Cli) -> Outcome {
             intent,
             rules: rules.as_deref(),
         }),
+        Command::Tofino { dir } => commands::tofino::run(&dir),
         Command::Capacity {
             intent,
             profile,

@@ -12,6 +12,7 @@ pub mod export;
 pub mod gen;
 pub mod predict;
 pub mod run;
+pub mod tofino;
 pub mod verify;
 
 use crate::engine::Engine;

@@ -4,8 +4,9 @@
 //! table entries, action-profile members, multicast groups, each checked
 //! against its field widths) → [`members`] (stable member ids) → [`delta`]
 //! (entities → ordered INSERT/MODIFY/DELETE updates) → [`text`] (a
-//! `WriteRequest` in protobuf text format) → [`resources`] (table use
-//! against a Duet or Tofino capacity model).
+//! `WriteRequest` in protobuf text format) → [`tna`] (Tofino only: the
+//! entries that compute `hash5 % n` without `%` on `p4/netc_tna.p4`) →
+//! [`resources`] (table use against a Duet or Tofino capacity model).
 //!
 //! Expects: a device's rows as `group_by_device` gives them. Guarantees: the
 //! artifact `p4/<switch>.txtpb` is one `WriteRequest` that installs the
@@ -19,9 +20,10 @@
 pub mod delta;
 pub mod entries;
 pub mod members;
-pub mod resources;
 pub mod schema;
 pub mod text;
+pub mod tna;
+pub mod resources;
 
 use crate::{Artifact, DeviceRows, RenderError, Renderer};
 use entries::Entity;

@@ -12,7 +12,10 @@
 //!   table takes TCAM blocks `ceil(key bits / 44)` wide and `ceil(entries /
 //!   512)` deep (a range row counts its prefix expansion), plus SRAM for its
 //!   action data. Stages needed = the larger of the program's dependency
-//!   depth (`LEVELS`) and the blocks divided by the per-stage blocks.
+//!   depth ([`TNA_LEVELS`]) and the blocks divided by the per-stage blocks.
+//!   A Tofino runs `p4/netc_tna.p4`, so its use includes the modulo tables
+//!   (`tna.rs`: up to 1,028 entries per distinct vector size n) and its
+//!   depth is [`TNA_LEVELS`].
 //!   This is a model for planning and for the verifier, not bf-p4c's
 //!   allocator: it ignores cuckoo-hash headroom, hash-distribution units and
 //!   gateway resources. Real numbers come from bf-p4c's resource report.
@@ -21,7 +24,8 @@
 //! fails; [`check`] names the first over-full limit.
 
 use super::entries::{Entity, Match};
-use super::schema::{self, MatchKind, TableSpec, TABLES};
+use super::schema::{self, MatchKind, TableSpec, TABLES, TNA_TABLES};
+use super::tna;
 use super::P4Error;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -59,22 +63,30 @@ pub const TCAM_WIDTH: u64 = 44;
 pub const EXACT_MIN_ENTRIES: u64 = 1024;
 const OVERHEAD_BITS: u64 = 4;
 
-/// The stage level of each table in `p4/netc.p4`'s dependency graph (a
-/// table reads what tables of lower levels wrote).
-pub const LEVELS: &[(&str, u64)] = &[
+/// The stage level of each table in `p4/netc_tna.p4`'s dependency graph (a
+/// table reads what tables of lower levels wrote; vip, route wait for the
+/// tables before them to miss). The modulo chain (one accumulator, so four
+/// dependent tables, then the reduction) sits between the tables that pick
+/// `n` and the index tables.
+pub const TNA_LEVELS: &[(&str, u64)] = &[
     ("switch_config", 1),
     ("port_role", 1),
     ("port_tenant", 2),
     ("acl", 1),
     ("mcast", 1),
     ("vip_local", 2),
-    ("vip", 2),
-    ("ecmp_local", 3),
-    ("ecmp", 3),
-    ("tunnel", 4),
-    ("route", 1),
-    ("route_member", 2),
-    ("underlay", 5),
+    ("vip", 3),
+    ("route", 4),
+    ("mod_b0", 5),
+    ("mod_b1", 6),
+    ("mod_b2", 7),
+    ("mod_b3", 8),
+    ("mod_reduce", 9),
+    ("ecmp_local", 10),
+    ("ecmp", 10),
+    ("route_member", 10),
+    ("tunnel", 11),
+    ("underlay", 12),
 ];
 
 /// One limit and what uses it.
@@ -160,6 +172,8 @@ fn action_bits(t: &TableSpec) -> u64 {
         "route" => widest(schema::ROUTE_ECMP.params),
         "route_member" => widest(schema::SET_NEXTHOP.params),
         "underlay" => widest(schema::FORWARD.params),
+        "mod_b0" | "mod_b1" | "mod_b2" | "mod_b3" => widest(schema::ADD_RESIDUE.params),
+        "mod_reduce" => widest(schema::REDUCE.params),
         _ => 0,
     }
 }
@@ -222,17 +236,26 @@ fn table_use(t: &'static TableSpec, entities: &[&Entity]) -> TableUse {
 
 /// The table use of one switch under a profile.
 pub fn usage(device: &str, entities: &[Entity], profile: Profile) -> SwitchUse {
+    // A Tofino runs p4/netc_tna.p4: the same tables plus the modulo chain.
+    let modulo = match profile {
+        Profile::Tofino => tna::modulo_entities(&tna::vector_sizes(entities)),
+        Profile::Duet => Vec::new(),
+    };
+    let program: Vec<&'static TableSpec> = match profile {
+        Profile::Tofino => TABLES.iter().chain(TNA_TABLES.iter()).copied().collect(),
+        Profile::Duet => TABLES.to_vec(),
+    };
     let mut by_table: BTreeMap<u32, Vec<&Entity>> = BTreeMap::new();
     let mut members: BTreeMap<&'static str, u64> = BTreeMap::new();
     let mut groups = 0u64;
-    for e in entities {
+    for e in entities.iter().chain(&modulo) {
         match e {
             Entity::Table(t) => by_table.entry(t.table.id).or_default().push(e),
             Entity::Member(m) => *members.entry(m.profile.name).or_default() += 1,
             Entity::Mcast(_) => groups += 1,
         }
     }
-    let tables: Vec<TableUse> = TABLES
+    let tables: Vec<TableUse> = program
         .iter()
         .map(|t| table_use(t, by_table.get(&t.id).map(Vec::as_slice).unwrap_or(&[])))
         .collect();
@@ -289,7 +312,7 @@ pub fn usage(device: &str, entities: &[Entity], profile: Profile) -> SwitchUse {
         Profile::Tofino => {
             let sram: u64 = tables.iter().map(|u| u.sram_blocks).sum();
             let tcam: u64 = tables.iter().map(|u| u.tcam_blocks).sum();
-            let depth = LEVELS
+            let depth = TNA_LEVELS
                 .iter()
                 .filter(|(n, _)| tables.iter().any(|u| u.table == *n && u.entries > 0))
                 .map(|(_, l)| *l)
@@ -298,7 +321,7 @@ pub fn usage(device: &str, entities: &[Entity], profile: Profile) -> SwitchUse {
             let stages = depth
                 .max(sram.div_ceil(TOFINO_SRAM_PER_STAGE))
                 .max(tcam.div_ceil(TOFINO_TCAM_PER_STAGE));
-            let all: Vec<&'static str> = TABLES.iter().map(|t| t.name).collect();
+            let all: Vec<&'static str> = program.iter().map(|t| t.name).collect();
             limits.push(limit(
                 "sram",
                 all.clone(),

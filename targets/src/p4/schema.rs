@@ -283,3 +283,56 @@ pub const TABLES: [&TableSpec; 13] = [
 pub const MGID_BITS: u32 = 16;
 /// Egress ports are `bit<9>` in v1model.
 pub const PORT_BITS: u32 = 9;
+
+// ---- Tofino only (p4/netc_tna.p4, p4/netc_tna.p4info.txtpb): the tables
+// that compute `hash5 % n` without `%`; see `tna.rs`.
+
+pub const ADD_RESIDUE: ActionSpec = ActionSpec {
+    id: 0x0100_000d,
+    name: "add_residue",
+    params: &[p(1, "r", 32)],
+};
+pub const REDUCE: ActionSpec = ActionSpec {
+    id: 0x0100_000e,
+    name: "reduce",
+    params: &[p(1, "sub", 32)],
+};
+pub const MOD_B0: TableSpec = TableSpec {
+    id: 0x0200_000e,
+    name: "mod_b0",
+    fields: &[f(1, "n", 16, Exact), f(2, "b0", 8, Exact)],
+    size: 65536,
+    prioritized: false,
+};
+pub const MOD_B1: TableSpec = TableSpec {
+    id: 0x0200_000f,
+    name: "mod_b1",
+    fields: &[f(1, "n", 16, Exact), f(2, "b1", 8, Exact)],
+    size: 65536,
+    prioritized: false,
+};
+pub const MOD_B2: TableSpec = TableSpec {
+    id: 0x0200_0010,
+    name: "mod_b2",
+    fields: &[f(1, "n", 16, Exact), f(2, "b2", 8, Exact)],
+    size: 65536,
+    prioritized: false,
+};
+pub const MOD_B3: TableSpec = TableSpec {
+    id: 0x0200_0011,
+    name: "mod_b3",
+    fields: &[f(1, "n", 16, Exact), f(2, "b3", 8, Exact)],
+    size: 65536,
+    prioritized: false,
+};
+pub const MOD_REDUCE: TableSpec = TableSpec {
+    id: 0x0200_0012,
+    name: "mod_reduce",
+    fields: &[f(1, "n", 16, Exact), f(2, "acc", 32, Range)],
+    size: 1024,
+    prioritized: true,
+};
+
+/// The Tofino-only tables, in P4Info order; `MOD_BYTES[i]` reads byte i of h5.
+pub const MOD_BYTES: [&TableSpec; 4] = [&MOD_B0, &MOD_B1, &MOD_B2, &MOD_B3];
+pub const TNA_TABLES: [&TableSpec; 5] = [&MOD_B0, &MOD_B1, &MOD_B2, &MOD_B3, &MOD_REDUCE];
