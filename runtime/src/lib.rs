@@ -7,6 +7,7 @@
 //!   [`placement`] is its VIP-placement built-in (Duet's greedy), and
 //!   [`gen`] writes synthetic intent at any scale (`netc gen`).
 //! - [`agent`] is `netc agent`, a host's daemon (bridge sync, DIP probes).
+//! - [`store`] remembers every applied generation (SQLite under `.netc/`).
 //! - [`commands`] implements each `netc` subcommand on top of those; the
 //!   binary (`main.rs`) only parses arguments and maps outcomes to exit codes.
 //!
@@ -19,4 +20,5 @@ pub mod intent;
 pub mod placement;
 pub mod gen;
 pub mod agent;
+pub mod store;
 pub mod commands;
