@@ -589,16 +589,17 @@ def test_nfchain(netc_bin):
                 if vh == h:
                     want.append(f"mod_dl_src:fe:ff:ff:ff:ff:ff,mod_dl_dst:{mac},output:{port[v]}")
                 else:
-                    want.append(f"mod_dl_dst:{mac},set_field:{vni}->tun_id,set_field:{host_ip[vh]}->tun_dst,output:1")
+                    want.append(f"mod_dl_src:fe:ff:ff:ff:ff:ff,mod_dl_dst:{mac},"
+                                f"set_field:{vni}->tun_id,set_field:{host_ip[vh]}->tun_dst,output:1")
             assert buckets == want, (h, hop)
         tap = "load:1->NXM_NX_REG5[],resubmit(,45),resubmit(,30)"
         assert flows[(h, 30, 130)] == {(m, tap) for m in steer}, h
         fan = ",".join(f"group:{10000 + hop}" for hop in sorted(hops))
         assert flows[(h, 45, 100)] == {(f"reg5=1,reg6={vni}", fan)}, h
-    # copies tunnelled to an instance are delivered by its MAC on its host
+    # copies tunnelled to an instance (source: the router MAC) are delivered by its MAC on its host
     for v in {v for vs in hops.values() for v in vs}:
         _t, _n, mac, _ip, vh = vms[v]
-        assert (f"ip,reg6={vni},dl_dst={mac}",
+        assert (f"ip,reg6={vni},dl_src=fe:ff:ff:ff:ff:ff,dl_dst={mac}",
                 f"mod_dl_src:fe:ff:ff:ff:ff:ff,mod_dl_dst:{mac},output:{port[v]}") in flows[(vh, 40, 108)]
     assert sorted((r[0], r[3], r[4]) for r in rels["agent_nf_instance"]) == sorted(
         (vms[v][4], str(hop), v) for hop, vs in hops.items() for v in vs)

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-EXAMPLES = ["quickstart", "ananta", "rubik", "yoda", "athena", "andromeda"]
+EXAMPLES = ["quickstart", "ananta", "rubik", "yoda", "athena", "andromeda", "nfchain"]
 
 pytestmark = pytest.mark.netc
 
@@ -66,8 +66,10 @@ def test_correct_artifacts_are_proven(netc_bin: str, compiled: dict[str, Path], 
     rc, report, err = verify(netc_bin, ["--artifacts", str(compiled[example]), intent])
     assert rc == 0, (err, [v for v in report.get("verdicts", []) if v["status"] == "violated"][:2])
     st = status(report)
-    for inv in ["ISO-1", "ISO-2", "ISO-3", "REACH-1", "ACL-1", "AFF-1", "AFF-4", "CAP-1"]:
+    for inv in ["ISO-1", "ISO-2", "ISO-3", "REACH-1", "ACL-1", "AFF-1", "AFF-3", "AFF-4", "CAP-1"]:
         assert st[inv] == "proven", (inv, st)
+    aff3 = next(v for v in report["verdicts"] if v["invariant"] == "AFF-3")
+    assert ("vacuous" in aff3["detail"]) == (example != "nfchain"), aff3
     # compile-then-verify gives the same verdicts
     rc2, report2, _ = verify(netc_bin, [intent])
     assert rc2 == 0 and status(report2) == st
@@ -190,6 +192,28 @@ def m_same_tenant_prune(d: Path) -> None:
     edit(d, "ovs_group", lambda r: r[0] == "h1" and r[1] == "1000" and r[3] == "", set_col(3, lambda b: "bucket=output:10"))
 
 
+def m_nf_asymmetric_hash(d: Path) -> None:
+    # nfchain: h1's IDS hop hashes the 5-tuple in order (not symmetric)
+    edit(d, "ovs_group", lambda r: r[0] == "h1" and r[1] == "10000",
+         set_col(3, lambda b: b.replace("selection_method=dp_hash,selection_method_param=4294967296",
+                                        "selection_method=hash,fields(ip_src,ip_dst,nw_proto,tcp_src,tcp_dst)")))
+
+
+def m_nf_bucket_order(d: Path) -> None:
+    # nfchain: h3 lists the IDS instances in another order than h1 and h2
+    def swap(b: str) -> str:
+        head, *buckets = b.split(",bucket=")
+        assert len(buckets) == 2, b
+        return ",bucket=".join([head, buckets[1], buckets[0]])
+
+    edit(d, "ovs_group", lambda r: r[0] == "h3" and r[1] == "10000", set_col(3, swap))
+
+
+def m_nf_reply_untapped(d: Path) -> None:
+    # nfchain: db1's host no longer taps the replies of web -> db tcp/5432
+    edit(d, "ovs_flow", flow("h3", "30", "130", "nw_src=10.2.2.0/24,nw_dst=10.2.1.0/24,tp_src=5432"), lambda r: None)
+
+
 # (name, example, mutation, invariant it must violate, expects a path counterexample)
 MUTANTS = [
     ("flip-vni", "quickstart", m_flip_vni, "ISO-1", True),
@@ -205,6 +229,9 @@ MUTANTS = [
     ("empty-vector-slot", "ananta", m_empty_slot, "AFF-1", False),
     ("mux-tunnel-wrong-host", "ananta", m_mux_tunnel_wrong_host, "AFF-1", False),
     ("overlap-snat-ranges", "ananta", m_snat_overlap, "AFF-4", False),
+    ("nf-asymmetric-hash", "nfchain", m_nf_asymmetric_hash, "AFF-3", True),
+    ("nf-bucket-order", "nfchain", m_nf_bucket_order, "AFF-3", True),
+    ("nf-reply-untapped", "nfchain", m_nf_reply_untapped, "AFF-3", True),
 ]
 
 
