@@ -66,6 +66,15 @@ enum Command {
         #[arg(long, value_name = "SCRIPT")]
         updates: Option<PathBuf>,
     },
+    /// Print how the verifier reads a P4Runtime WriteRequest (DIR/p4/<switch>.txtpb), as JSON.
+    #[command(
+        name = "decode-p4",
+        after_help = "Fields by their P4Runtime names, only those set, bytes as hex; ids checked against p4/netc.p4info.txtpb.\n\nExample:\n  netc decode-p4 out/p4/tor1.txtpb\n\nExit codes: 0 printed · 2 the file does not read or does not fit the P4Info (file:line:col named)"
+    )]
+    DecodeP4 {
+        /// A WriteRequest in protobuf text format.
+        file: PathBuf,
+    },
     /// Write the extra entries a Tofino switch (p4/netc_tna.p4) needs: DIR/p4_tna/<switch>.txtpb.
     #[command(after_help = concat!(
         "netc_tna.p4 computes hash5 % n with lookup tables (Tofino has no run-time `%`); this writes,\n",
@@ -249,6 +258,7 @@ fn dispatch(cli: Cli) -> Outcome {
             rules: rules.as_deref(),
         }),
         Command::Tofino { dir } => commands::tofino::run(&dir),
+        Command::DecodeP4 { file } => commands::decode_p4::run(&file),
         Command::Capacity {
             intent,
             profile,

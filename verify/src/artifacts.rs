@@ -105,6 +105,8 @@ impl Artifacts {
                 .collect();
             a.relations.insert(rel, rows);
         }
+        // The P4 switches: what their WriteRequests install, not the rows.
+        crate::p4::read_switches(dir, &mut a.relations)?;
         let ovs_dir = dir.join("ovs");
         let rendered = ovs_dir.is_dir()
             && read_dir(&ovs_dir)?

@@ -29,6 +29,7 @@
 //! invariant: `verify/` reads artifacts, never the engine.
 
 pub mod artifacts;
+pub mod p4;
 pub mod bridge;
 pub mod checks;
 pub mod network;

@@ -8,6 +8,7 @@ pub mod agent;
 pub mod capacity;
 pub mod check;
 pub mod compile;
+pub mod decode_p4;
 pub mod export;
 pub mod gen;
 pub mod predict;

@@ -1,0 +1,231 @@
+//! The P4 switches as they will be programmed: `DIR/p4/<switch>.txtpb`.
+//!
+//! Reading order: [`textpb`] (a strict protobuf text-format reader,
+//! `file:line:col` errors) → [`request`] (the tree → a typed P4Runtime
+//! `WriteRequest`, checked against `p4/netc.p4info.txtpb`) → [`switch`] (the
+//! updates applied to an empty switch; its tables read back as `p4_*` rows
+//! citing the `.txtpb` line that installed each).
+//!
+//! Expects: an artifact directory. Guarantees: when `DIR/p4/` exists, the
+//! P4 table relations the network model and the table checks read
+//! (`p4_vip`, `p4_ecmp_member`, `p4_tunnel`, …; not `p4_announce`, which is
+//! BGP, not a table) are replaced by what the `.txtpb` files install — so a
+//! renderer bug in the text (a wrong VNI, a reordered member vector, a lost
+//! ACL entry, a wrong tunnel destination) is what the checks see, and the
+//! counterexample cites the `.txtpb` line. Without `DIR/p4/` the rows stay.
+
+pub mod textpb;
+pub mod request;
+pub mod switch;
+
+use crate::artifacts::{ArtifactError, Row};
+use request::{Entity, EntryAction, FieldMatch, P4Info, Update, UpdateType};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// The relations a switch's tables and multicast groups define.
+pub const TABLE_RELATIONS: [&str; 14] = [
+    "p4_switch_config",
+    "p4_host_port",
+    "p4_port_vni",
+    "p4_acl",
+    "p4_mcast",
+    "p4_mcast_replica",
+    "p4_vip_local",
+    "p4_vip",
+    "p4_ecmp_member_local",
+    "p4_ecmp_member",
+    "p4_tunnel",
+    "p4_route",
+    "p4_route_member",
+    "p4_underlay",
+];
+
+fn p4info() -> Result<P4Info, ArtifactError> {
+    request::read_p4info("p4/netc.p4info.txtpb", request::NETC_P4INFO).map_err(|e| ArtifactError {
+        at: e.file.clone(),
+        message: format!("internal error: the embedded P4Info does not read: {e}"),
+        hint: None,
+    })
+}
+
+fn artifact_error(at: String, message: String) -> ArtifactError {
+    ArtifactError {
+        at,
+        message,
+        hint: Some("the file is not a WriteRequest as `netc compile` writes it; compile again, or fix the line".into()),
+    }
+}
+
+/// Decodes one `.txtpb` file.
+pub fn decode_file(path: &Path) -> Result<Vec<Update>, ArtifactError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| ArtifactError {
+        at: file.clone(),
+        message: format!("cannot read: {e}"),
+        hint: None,
+    })?;
+    let split = |e: textpb::TextError| {
+        artifact_error(format!("{}:{}:{}", e.file, e.line, e.col), e.message)
+    };
+    let tree = textpb::parse(&file, &text).map_err(split)?;
+    request::decode(&file, &tree, &p4info()?).map_err(split)
+}
+
+/// Replaces the P4 table relations of `relations` by what `dir/p4/*.txtpb` install.
+pub fn read_switches(
+    dir: &Path,
+    relations: &mut BTreeMap<String, Vec<Row>>,
+) -> Result<(), ArtifactError> {
+    let p4_dir = dir.join("p4");
+    if !p4_dir.is_dir() {
+        return Ok(());
+    }
+    let info = p4info()?;
+    let mut files: Vec<_> = std::fs::read_dir(&p4_dir)
+        .map_err(|e| ArtifactError {
+            at: p4_dir.display().to_string(),
+            message: format!("cannot read: {e}"),
+            hint: None,
+        })?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "txtpb"))
+        .collect();
+    files.sort();
+    let mut rows: BTreeMap<&'static str, Vec<Row>> = BTreeMap::new();
+    for path in files {
+        let name = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let updates = decode_file(&path)?;
+        let file = path.display().to_string();
+        let state =
+            |e: switch::StateError| artifact_error(format!("{}:{}", e.file, e.line), e.message);
+        let sw = switch::Switch::apply(&name, &file, &updates).map_err(state)?;
+        for (rel, mut rs) in sw.rows(&info).map_err(state)? {
+            rows.entry(rel).or_default().append(&mut rs);
+        }
+    }
+    for rel in TABLE_RELATIONS {
+        relations.insert(rel.to_string(), rows.remove(rel).unwrap_or_default());
+    }
+    Ok(())
+}
+
+fn hex(v: u128) -> String {
+    // the canonical bytestring's bytes, as hex
+    let b = v.to_be_bytes();
+    let first = b.iter().position(|x| *x != 0).unwrap_or(15);
+    b[first..].iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn action_json(a: &request::Action) -> Value {
+    let params: Vec<Value> = a
+        .params
+        .iter()
+        .map(|(id, v)| json!({"param_id": id, "value": hex(*v)}))
+        .collect();
+    let mut o = json!({"action_id": a.id});
+    if !params.is_empty() {
+        o["params"] = Value::Array(params);
+    }
+    o
+}
+
+/// The decoded request as JSON, by P4Runtime field names, only fields that
+/// are set (proto3), bytes as hex: what `tests/test_p4_decode.py` compares
+/// with the official Python decode.
+pub fn to_json(updates: &[Update]) -> Value {
+    let ups: Vec<Value> = updates
+        .iter()
+        .map(|u| {
+            let kind = match u.kind {
+                UpdateType::Insert => "INSERT",
+                UpdateType::Modify => "MODIFY",
+                UpdateType::Delete => "DELETE",
+            };
+            let entity = match &u.entity {
+                Entity::Table(e) => {
+                    let mut o = json!({"table_id": e.table_id});
+                    let ms: Vec<Value> = e
+                        .matches
+                        .iter()
+                        .map(|(f, m)| {
+                            let v = match m {
+                                FieldMatch::Exact(v) => json!({"exact": {"value": hex(*v)}}),
+                                FieldMatch::Lpm(v, l) => {
+                                    json!({"lpm": {"value": hex(*v), "prefix_len": l}})
+                                }
+                                FieldMatch::Ternary(v, k) => {
+                                    json!({"ternary": {"value": hex(*v), "mask": hex(*k)}})
+                                }
+                                FieldMatch::Range(a, b) => {
+                                    json!({"range": {"low": hex(*a), "high": hex(*b)}})
+                                }
+                            };
+                            let mut v = v;
+                            v["field_id"] = json!(f);
+                            v
+                        })
+                        .collect();
+                    if !ms.is_empty() {
+                        o["match"] = Value::Array(ms);
+                    }
+                    match &e.action {
+                        Some(EntryAction::Action(a)) => {
+                            o["action"] = json!({"action": action_json(a)})
+                        }
+                        Some(EntryAction::Member(m)) => {
+                            o["action"] = json!({"action_profile_member_id": m})
+                        }
+                        None => {}
+                    }
+                    if e.priority != 0 {
+                        o["priority"] = json!(e.priority);
+                    }
+                    if e.is_default {
+                        o["is_default_action"] = json!(true);
+                    }
+                    json!({"table_entry": o})
+                }
+                Entity::Member {
+                    profile_id,
+                    member_id,
+                    action,
+                } => {
+                    let mut o =
+                        json!({"action_profile_id": profile_id, "action": action_json(action)});
+                    if *member_id != 0 {
+                        o["member_id"] = json!(member_id);
+                    }
+                    json!({"action_profile_member": o})
+                }
+                Entity::McastGroup { id, replicas } => {
+                    let rs: Vec<Value> = replicas
+                        .iter()
+                        .map(|(p, i)| {
+                            let mut r = json!({"port": hex(u128::from(*p))});
+                            if *i != 0 {
+                                r["instance"] = json!(i);
+                            }
+                            r
+                        })
+                        .collect();
+                    let mut g = json!({"multicast_group_id": id});
+                    if !rs.is_empty() {
+                        g["replicas"] = Value::Array(rs);
+                    }
+                    json!({"packet_replication_engine_entry": {"multicast_group_entry": g}})
+                }
+            };
+            json!({"type": kind, "entity": entity})
+        })
+        .collect();
+    if ups.is_empty() {
+        json!({})
+    } else {
+        json!({ "updates": ups })
+    }
+}
