@@ -4,7 +4,8 @@
 //! `file:line:col` errors) → [`request`] (the tree → a typed P4Runtime
 //! `WriteRequest`, checked against `p4/netc.p4info.txtpb`) → [`switch`] (the
 //! updates applied to an empty switch; its tables read back as `p4_*` rows
-//! citing the `.txtpb` line that installed each).
+//! citing the `.txtpb` line that installed each) → [`ingress`] (netc.p4's
+//! ingress control flow run on one concrete packet over those entries).
 //!
 //! Expects: an artifact directory. Guarantees: when `DIR/p4/` exists, the
 //! P4 table relations the network model and the table checks read
@@ -17,6 +18,7 @@
 pub mod textpb;
 pub mod request;
 pub mod switch;
+pub mod ingress;
 
 use crate::artifacts::{ArtifactError, Row};
 use request::{Entity, EntryAction, FieldMatch, P4Info, Update, UpdateType};
