@@ -7,7 +7,8 @@
 //!   [`placement`] is its VIP-placement built-in (Duet's greedy), and
 //!   [`gen`] writes synthetic intent at any scale (`netc gen`).
 //! - [`agent`] is `netc agent`, a host's daemon (bridge sync, DIP probes).
-//! - [`store`] remembers every applied generation (SQLite under `.netc/`).
+//! - [`store`] remembers every applied generation (SQLite under `.netc/`);
+//!   [`rollout`] pushes a generation to every device, all or nothing.
 //! - [`commands`] implements each `netc` subcommand on top of those; the
 //!   binary (`main.rs`) only parses arguments and maps outcomes to exit codes.
 //!
@@ -21,4 +22,5 @@ pub mod placement;
 pub mod gen;
 pub mod agent;
 pub mod store;
+pub mod rollout;
 pub mod commands;

@@ -225,6 +225,124 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         facts_out: Option<PathBuf>,
     },
+    /// Show what `netc apply` would change on each device, and verify it; touches no device.
+    #[command(after_help = concat!(
+        "Compiles the intent, diffs each device's artifacts against the last applied generation of the state\n",
+        "directory (--state, default .netc/), prints per-device +adds -removes (the entries with -v), and runs\n",
+        "the verifier (with AFF-2 against the last generation).\n",
+        "Example: netc plan -v examples/quickstart/intent.ndl\n\n",
+        "Exit codes: 0 the change verifies · 1 bad intent or a violation · 2 usage, input or state error"
+    ))]
+    Plan {
+        /// Intent files (.ndl facts).
+        #[arg(required = true)]
+        intent: Vec<PathBuf>,
+        /// List the entries added and removed, not only their counts.
+        #[arg(short, long)]
+        verbose: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        /// The state directory.
+        #[arg(long, value_name = "DIR")]
+        state: Option<PathBuf>,
+        /// Use the .ndl files of DIR instead of the standard rules built into netc.
+        #[arg(long, value_name = "DIR")]
+        rules: Option<PathBuf>,
+    },
+    /// Plan, verify, push every device atomically, and record the generation.
+    #[command(after_help = concat!(
+        "Refuses (exit 1, nothing pushed) when the verifier finds a violation, unless --force (recorded).\n",
+        "Each device gets its complete intended state in one atomic step (OVS: one bundle; P4Runtime: all or\n",
+        "nothing; agent: files renamed into place); if a device fails, the devices already changed are put back to\n",
+        "the last generation, nothing is committed, and the error names the device and the reason.\n\n",
+        "Inventory (--inventory FILE, TOML; without it, the local lab):\n",
+        "  [ovs]\n  h1 = \"unix:/run/openvswitch/br-int.mgmt\"   # ovs-ofctl switch argument\n",
+        "  [p4.tor1]\n  address = \"10.0.0.1:9559\"\n  device_id = 1\n",
+        "  [agent]\n  h2 = \"/var/lib/netc/h2\"   # the directory `netc agent --artifacts` watches\n",
+        "  [defaults]   # optional: ofctl, python, p4client, timeout_secs\n\n",
+        "Example: netc apply --inventory inv.toml intent.ndl && netc status\n\n",
+        "Exit codes: 0 applied (or nothing to change) · 1 bad intent, refused by the verifier, or a device failed · 2 usage, input or state error"
+    ))]
+    Apply {
+        /// Intent files (.ndl facts).
+        #[arg(required = true)]
+        intent: Vec<PathBuf>,
+        /// How to reach each device (TOML; see below).
+        #[arg(long, value_name = "FILE")]
+        inventory: Option<PathBuf>,
+        /// Apply even if the verifier finds a violation (recorded with the generation).
+        #[arg(long)]
+        force: bool,
+        /// List the entries added and removed.
+        #[arg(short, long)]
+        verbose: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        /// The state directory.
+        #[arg(long, value_name = "DIR")]
+        state: Option<PathBuf>,
+        /// Use the .ndl files of DIR instead of the standard rules built into netc.
+        #[arg(long, value_name = "DIR")]
+        rules: Option<PathBuf>,
+    },
+    /// Re-push a stored generation (default: the one before the last), recorded as a new generation.
+    #[command(after_help = concat!(
+        "The generation's stored artifacts are verified again, pushed as `netc apply` pushes, and committed with\n",
+        "the note `rollback to GEN`. Devices: --inventory FILE, else the routes the last generation used.\n",
+        "Example: netc history && netc rollback 3\n\n",
+        "Exit codes: 0 done · 1 refused by the verifier or a device failed (devices put back) · 2 usage, input or state error"
+    ))]
+    Rollback {
+        /// The generation to return to (`netc history` lists them).
+        generation: Option<i64>,
+        #[arg(long, value_name = "FILE")]
+        inventory: Option<PathBuf>,
+        /// Roll back even if the generation does not verify (recorded).
+        #[arg(long)]
+        force: bool,
+        #[arg(short, long)]
+        verbose: bool,
+        #[arg(long)]
+        json: bool,
+        #[arg(long, value_name = "DIR")]
+        state: Option<PathBuf>,
+    },
+    /// The last generation, and whether each device still holds it (a reconcile dry run).
+    #[command(after_help = concat!(
+        "Devices: --inventory FILE, else the routes the last generation used. OVS bridges are dumped and diffed by\n",
+        "cookie; agent directories compared file by file; P4Runtime switches are not checked (no dry run).\n\n",
+        "Exit codes: 0 every device in sync · 1 drift, an unreachable device, or an interrupted apply · 2 usage, input or state error"
+    ))]
+    Status {
+        #[arg(long, value_name = "FILE")]
+        inventory: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+        #[arg(long, value_name = "DIR")]
+        state: Option<PathBuf>,
+    },
+    /// Every generation applied: id, time, who, verdict, forced, files.
+    #[command(after_help = "Exit codes: 0 success · 2 usage or state error")]
+    History {
+        #[arg(long)]
+        json: bool,
+        #[arg(long, value_name = "DIR")]
+        state: Option<PathBuf>,
+    },
+    /// Per-device adds and removes between two stored generations.
+    #[command(after_help = "Example: netc diff 3 4 -v\n\nExit codes: 0 success · 2 usage, unknown generation or state error")]
+    Diff {
+        from: i64,
+        to: i64,
+        #[arg(short, long)]
+        verbose: bool,
+        #[arg(long)]
+        json: bool,
+        #[arg(long, value_name = "DIR")]
+        state: Option<PathBuf>,
+    },
     /// The per-host agent: keeps the host's OVS bridge equal to its compiled flows, reports DIP health as facts.
     Agent(commands::agent::AgentArgs),
 }
@@ -313,6 +431,64 @@ fn dispatch(cli: Cli) -> Outcome {
             facts,
             facts_out,
         } => commands::export::run(&files, facts.as_deref(), facts_out.as_deref()),
+        Command::Plan {
+            intent,
+            verbose,
+            json,
+            state,
+            rules,
+        } => commands::plan::run(commands::plan::PlanArgs {
+            intent: &intent,
+            rules: rules.as_deref(),
+            state: state.as_deref(),
+            verbose,
+            json,
+        }),
+        Command::Apply {
+            intent,
+            inventory,
+            force,
+            verbose,
+            json,
+            state,
+            rules,
+        } => commands::apply::run(commands::apply::ApplyArgs {
+            intent: &intent,
+            rules: rules.as_deref(),
+            state: state.as_deref(),
+            inventory: inventory.as_deref(),
+            force,
+            verbose,
+            json,
+        }),
+        Command::Rollback {
+            generation,
+            inventory,
+            force,
+            verbose,
+            json,
+            state,
+        } => commands::rollback::run(commands::rollback::RollbackArgs {
+            generation,
+            state: state.as_deref(),
+            inventory: inventory.as_deref(),
+            force,
+            verbose,
+            json,
+        }),
+        Command::Status {
+            inventory,
+            json,
+            state,
+        } => commands::status::run(state.as_deref(), inventory.as_deref(), json),
+        Command::History { json, state } => commands::history::run(state.as_deref(), json),
+        Command::Diff {
+            from,
+            to,
+            verbose,
+            json,
+            state,
+        } => commands::diff::run(from, to, state.as_deref(), verbose, json),
         Command::Agent(a) => commands::agent::run(a),
         Command::Run {
             files,

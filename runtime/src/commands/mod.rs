@@ -5,14 +5,21 @@
 //! errors (diagnostics were printed); 2 usage, input or I/O errors.
 
 pub mod agent;
+pub mod apply;
 pub mod capacity;
 pub mod check;
 pub mod compile;
+pub mod diff;
 pub mod decode_p4;
 pub mod export;
 pub mod gen;
+pub mod history;
+pub mod plan;
 pub mod predict;
+pub mod rollback;
 pub mod run;
+pub mod staged;
+pub mod status;
 pub mod tofino;
 pub mod verify;
 

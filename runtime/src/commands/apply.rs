@@ -1,0 +1,287 @@
+//! `netc apply INTENT...`: plan → verify → push every device → commit.
+//!
+//! The steps, and what each guarantees:
+//! 1. stage ([`super::staged`]): compile, diff against the last generation,
+//!    verify; a violation refuses (exit 1, nothing pushed) unless `--force`,
+//!    which is recorded with the generation;
+//! 2. journal ([`Store::begin_apply`]) before any device is touched; an
+//!    earlier apply's journal means it was interrupted, and is reported;
+//! 3. push ([`rollout::roll_out`]): every device of the inventory, in order,
+//!    each atomically, each to its COMPLETE intended state (reconcile), so a
+//!    mix left by an interrupted apply converges; on a failure the devices
+//!    already changed are put back to the last generation, nothing is
+//!    committed, and the error names the device and the reason (exit 1);
+//! 4. commit ([`Store::commit_generation`]): one transaction, which also
+//!    clears the journal. When nothing changed (same artifacts, same
+//!    routes), no generation is added.
+//!
+//! Devices come from `--inventory FILE`, or, without one, the local lab.
+
+use super::staged::{self, Paint, Staged};
+use super::Outcome;
+use crate::rollout::inventory::{Inventory, Target};
+use crate::rollout::push::Pushed;
+use crate::rollout::{self, Failure};
+use crate::store::{Journal, NewGeneration, Store};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+pub struct ApplyArgs<'a> {
+    pub intent: &'a [PathBuf],
+    pub rules: Option<&'a Path>,
+    pub state: Option<&'a Path>,
+    pub inventory: Option<&'a Path>,
+    pub force: bool,
+    pub verbose: bool,
+    pub json: bool,
+}
+
+pub fn run(args: ApplyArgs) -> Outcome {
+    match run_inner(&args) {
+        Ok(o) | Err(o) => o,
+    }
+}
+
+fn run_inner(args: &ApplyArgs) -> Result<Outcome, Outcome> {
+    let dir = staged::state_dir(args.state);
+    // Refuse an untrusted store before compiling; create only when clean.
+    staged::existing_store(&dir)?;
+    let inventory = match args.inventory {
+        Some(p) => Some(load_inventory(p)?),
+        None => None,
+    };
+    let mut store = Store::open(&dir)?;
+    let mut s = staged::stage_intent(args.intent, args.rules, Some(&store))?;
+    let paint = Paint::stdout();
+    let refused = match (&s.report, &s.verify_error) {
+        (Some(r), _) if r.violated() => {
+            if !args.json {
+                print!("{}", r.human());
+            }
+            Some("the verifier found a violation".to_string())
+        }
+        (None, Some(e)) => Some(format!("the verifier cannot check these artifacts: {e}")),
+        _ => None,
+    };
+    if let Some(why) = &refused {
+        if !args.force {
+            if args.json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&serde_json::json!({
+                        "refused": why,
+                        "devices": staged::changes_json(&s.changes, args.verbose),
+                        "verdict": s.verdict().as_str(),
+                        "report": staged::report_json(&s),
+                    }))
+                    .unwrap_or_default()
+                );
+            }
+            eprintln!("error: refused: {why}; nothing was pushed");
+            eprintln!("   = hint: fix the intent (`netc plan -v` shows the change), or pass --force to apply anyway (recorded in the generation)");
+            return Err(Outcome::ProgramErrors);
+        }
+        eprintln!("warning: {why}; applying anyway (--force, recorded)");
+    }
+    let inventory = match inventory {
+        Some(i) => i,
+        None => default_inventory(&dir, &s)?,
+    };
+    s.gen.forced = args.force && refused.is_some();
+    s.gen.verdict = Some(s.verdict());
+    let note = String::new();
+    push_and_commit(&mut store, s, &inventory, note, args.verbose, args.json, &paint)
+}
+
+/// Reads `--inventory FILE` (exit 2 at file:line:col on a mistake).
+pub fn load_inventory(p: &Path) -> Result<Inventory, Outcome> {
+    Inventory::load(p).map_err(|e| Outcome::InputError(e.to_string(), e.hint.clone()))
+}
+
+/// The devices when no inventory is given: the local lab.
+fn default_inventory(_state: &Path, _s: &Staged) -> Result<Inventory, Outcome> {
+    Err(Outcome::InputError(
+        "no --inventory given, and this netc has no local lab to apply to".into(),
+        Some("pass --inventory FILE (format: `netc apply --help`)".into()),
+    ))
+}
+
+/// Journal, push, commit (or put back): steps 2–4 of the module map, shared
+/// with `rollback`.
+pub fn push_and_commit(
+    store: &mut Store,
+    mut s: Staged,
+    inv: &Inventory,
+    note: String,
+    verbose: bool,
+    json: bool,
+    paint: &Paint,
+) -> Result<Outcome, Outcome> {
+    rollout::mark_pushed(&mut s.gen.outputs, inv);
+    s.gen.actor = staged::actor();
+    s.gen.command = staged::command_line();
+    s.gen.note = note;
+    s.gen.inventory = inv.to_toml();
+    let interrupted = store.begin_apply(&Journal {
+        pid: std::process::id(),
+        started: now(),
+        base: s.base.as_ref().map(|b| b.id),
+        command: s.gen.command.clone(),
+    })?;
+    if let Some(j) = &interrupted {
+        eprintln!(
+            "note: an earlier apply (pid {}, started {}) was interrupted; devices may hold a mix of generations — pushing every device's full state",
+            j.pid,
+            crate::store::utc_text(j.started)
+        );
+    }
+    let bar = progress(inv.targets.len(), json);
+    let result = rollout::roll_out(inv, &s.gen.outputs, &s.base_outputs, |t, _| {
+        if let Some(b) = &bar {
+            b.set_message(t.device.clone());
+            b.inc(1);
+        }
+    });
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let pushed = match result {
+        Ok(p) => p,
+        Err(f) => return Err(report_failure(store, &f, json)),
+    };
+    let unchanged = s.base.as_ref().is_some_and(|b| {
+        s.changes.is_empty()
+            && b.inventory == s.gen.inventory
+            && s.base_outputs == s.gen.outputs
+            && s.gen.note.is_empty()
+    });
+    let id = if unchanged {
+        store.abort_apply()?;
+        None
+    } else {
+        Some(store.commit_generation(&s.gen)?)
+    };
+    print_done(&s, &s.gen, id, &pushed, &interrupted, verbose, json, paint);
+    Ok(Outcome::Ok)
+}
+
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+/// A progress bar on stderr for rollouts of several devices, only on a terminal.
+fn progress(n: usize, json: bool) -> Option<indicatif::ProgressBar> {
+    if json || n < 2 || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let b = indicatif::ProgressBar::new(n as u64);
+    if let Ok(style) =
+        indicatif::ProgressStyle::with_template("pushing {bar:30} {pos}/{len} {msg}")
+    {
+        b.set_style(style);
+    }
+    Some(b)
+}
+
+fn report_failure(store: &mut Store, f: &Failure, json: bool) -> Outcome {
+    // The journal stays when a device could not be put back: the next apply
+    // then knows the devices may hold a mix.
+    let cleared = f.not_restored.is_empty() && store.abort_apply().is_ok();
+    if json {
+        let v = serde_json::json!({
+            "error": {
+                "device": f.error.device,
+                "kind": f.error.kind,
+                "address": f.error.address,
+                "reason": f.error.reason,
+            },
+            "restored": f.restored,
+            "not_restored": f.not_restored.iter().map(|e| e.to_string()).collect::<Vec<_>>(),
+            "committed": false,
+        });
+        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+    }
+    eprintln!("error: {}", f.error);
+    if !f.restored.is_empty() {
+        eprintln!(
+            "   = back at the previous generation: {}",
+            f.restored.join(", ")
+        );
+    }
+    for e in &f.not_restored {
+        eprintln!("   = could NOT be put back: {e}");
+    }
+    eprintln!(
+        "   = nothing was committed{}",
+        if cleared {
+            ""
+        } else {
+            "; the next apply re-pushes every device"
+        }
+    );
+    Outcome::ProgramErrors
+}
+
+#[allow(clippy::too_many_arguments)]
+fn print_done(
+    s: &Staged,
+    g: &NewGeneration,
+    id: Option<i64>,
+    pushed: &[(Target, Pushed)],
+    interrupted: &Option<Journal>,
+    verbose: bool,
+    json: bool,
+    paint: &Paint,
+) {
+    let unrouted: Vec<String> = {
+        let mut v: Vec<String> = g
+            .outputs
+            .iter()
+            .filter(|o| !o.pushed)
+            .map(|o| format!("{} ({})", o.device, o.kind))
+            .collect();
+        v.dedup();
+        v
+    };
+    if json {
+        let v = serde_json::json!({
+            "generation": id,
+            "base": s.base.as_ref().map(|b| b.id),
+            "devices": staged::changes_json(&s.changes, verbose),
+            "pushed": pushed.iter().map(|(t, p)| serde_json::json!({
+                "device": t.device, "route": t.route.kind(), "address": t.route.address(), "changes": p.changes,
+            })).collect::<Vec<_>>(),
+            "not_pushed": unrouted,
+            "verdict": g.verdict.map(|v| v.as_str()),
+            "forced": g.forced,
+            "interrupted": interrupted.as_ref().map(|j| serde_json::json!({"pid": j.pid, "started": j.started})),
+        });
+        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        return;
+    }
+    staged::print_changes(&s.changes, verbose, paint);
+    let changed: usize = pushed.iter().map(|(_, p)| p.changes).sum();
+    match id {
+        Some(id) => println!(
+            "{} generation {id}: {} device{} pushed ({changed} entries changed), verify {}{}",
+            paint.bold("applied"),
+            pushed.len(),
+            if pushed.len() == 1 { "" } else { "s" },
+            g.verdict.map_or("not-run", |v| v.as_str()),
+            if g.forced { " (forced)" } else { "" }
+        ),
+        None => println!(
+            "{} devices hold generation {} ({changed} drifted entries corrected)",
+            paint.bold("no changes:"),
+            s.base.as_ref().map_or(0, |b| b.id)
+        ),
+    }
+    if !unrouted.is_empty() {
+        println!(
+            "  not pushed (no inventory entry reaches them): {}",
+            unrouted.join(", ")
+        );
+    }
+}

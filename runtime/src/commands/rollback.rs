@@ -1,0 +1,98 @@
+//! `netc rollback [GEN]`: re-push a stored generation, recorded as a new one.
+//!
+//! GEN defaults to the generation before the last. Its stored artifacts are
+//! exactly what was pushed then; they are verified again (AFF-2 against the
+//! last generation), then pushed and committed as `netc apply` does
+//! ([`super::apply::push_and_commit`]), with the note `rollback to GEN`.
+//! Devices: `--inventory FILE`, else the routes the last generation recorded.
+//! Exit 0 done, 1 refused or a device failed (devices put back), 2
+//! usage/input/state errors (no such generation, untrusted store).
+
+use super::apply;
+use super::staged::{self, Paint};
+use super::Outcome;
+use crate::rollout::inventory::Inventory;
+use crate::store::{NewGeneration, Store};
+use std::path::Path;
+
+pub struct RollbackArgs<'a> {
+    pub generation: Option<i64>,
+    pub state: Option<&'a Path>,
+    pub inventory: Option<&'a Path>,
+    pub force: bool,
+    pub verbose: bool,
+    pub json: bool,
+}
+
+pub fn run(args: RollbackArgs) -> Outcome {
+    match run_inner(&args) {
+        Ok(o) | Err(o) => o,
+    }
+}
+
+fn run_inner(args: &RollbackArgs) -> Result<Outcome, Outcome> {
+    let dir = staged::state_dir(args.state);
+    let mut store = Store::open_existing(&dir)?;
+    let history = store.history()?;
+    let Some(last) = history.last() else {
+        return Err(Outcome::InputError(
+            format!("nothing was applied with state `{}`", dir.display()),
+            Some("run `netc apply INTENT...` first".into()),
+        ));
+    };
+    let target = match args.generation {
+        Some(g) => store.generation(g)?.id,
+        None => match history.len() {
+            n if n >= 2 => history[n - 2].id,
+            _ => {
+                return Err(Outcome::InputError(
+                    format!("only generation {} exists: nothing to roll back to", last.id),
+                    Some("give a generation: `netc rollback GEN` (`netc history` lists them)".into()),
+                ))
+            }
+        },
+    };
+    let inventory = match args.inventory {
+        Some(p) => apply::load_inventory(p)?,
+        None => Inventory::parse(
+            &last.inventory,
+            &format!("the inventory recorded with generation {}", last.id),
+            Path::new("/"),
+        )
+        .map_err(|e| Outcome::InputError(e.to_string(), Some("pass --inventory FILE".into())))?,
+    };
+    let gen = NewGeneration {
+        files: store.intent_files(target)?,
+        facts: store.intent_facts(target)?,
+        outputs: store.device_outputs(target)?,
+        relations: store.relation_files(target)?,
+        ..NewGeneration::default()
+    };
+    let mut s = staged::stage(gen, Some(&store))?;
+    let violated = s.report.as_ref().is_none_or(|r| r.violated());
+    if violated && !args.force {
+        if let Some(r) = &s.report {
+            print!("{}", r.human());
+        }
+        eprintln!(
+            "error: refused: generation {target} does not verify{}; nothing was pushed",
+            s.verify_error
+                .as_deref()
+                .map(|e| format!(" ({e})"))
+                .unwrap_or_default()
+        );
+        eprintln!("   = hint: pass --force to roll back anyway (recorded)");
+        return Err(Outcome::ProgramErrors);
+    }
+    s.gen.verdict = Some(s.verdict());
+    s.gen.forced = args.force && violated;
+    apply::push_and_commit(
+        &mut store,
+        s,
+        &inventory,
+        format!("rollback to {target}"),
+        args.verbose,
+        args.json,
+        &Paint::stdout(),
+    )
+}

@@ -1,0 +1,224 @@
+//! What `plan`, `apply` and `rollback` share: the state directory, a staged
+//! generation (compiled, diffed against the last applied one, verified),
+//! and how changes are printed.
+//!
+//! Expects: intent files, or a stored generation. Guarantees: nothing here
+//! touches a device; a store that cannot be trusted is an exit-2 outcome
+//! naming the file; bad intent is exit 1 with the findings printed.
+
+use super::{evaluate_intent, EvaluatedIntent, Outcome};
+use crate::rollout::entries::{self, DeviceChange};
+use crate::rollout::{candidate, verdict};
+use crate::store::{DeviceOutput, Generation, NewGeneration, Store, StoreError, Verdict};
+use netc_verify::report::Report;
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+impl From<StoreError> for Outcome {
+    fn from(e: StoreError) -> Outcome {
+        let hint = e.hint();
+        Outcome::InputError(e.to_string(), hint)
+    }
+}
+
+/// The state directory: `--state DIR` or `.netc`.
+pub fn state_dir(arg: Option<&Path>) -> PathBuf {
+    arg.map_or_else(|| PathBuf::from(crate::store::DEFAULT_DIR), Path::to_path_buf)
+}
+
+/// The store when one exists (`None`: nothing applied yet), without creating it.
+pub fn existing_store(dir: &Path) -> Result<Option<Store>, Outcome> {
+    match Store::open_existing(dir) {
+        Ok(s) => Ok(Some(s)),
+        Err(StoreError::NoState { .. }) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// A generation ready to push.
+pub struct Staged {
+    pub gen: NewGeneration,
+    /// The generation the devices hold now, with its artifacts.
+    pub base: Option<Generation>,
+    pub base_outputs: Vec<DeviceOutput>,
+    pub changes: BTreeMap<String, DeviceChange>,
+    pub report: Option<Report>,
+    /// Why the verifier could not run (artifacts outside its model).
+    pub verify_error: Option<String>,
+    /// The evaluated intent (none when staged from the store).
+    pub evaluated: Option<EvaluatedIntent>,
+}
+
+impl Staged {
+    pub fn verdict(&self) -> Verdict {
+        match &self.report {
+            Some(r) if r.violated() => Verdict::Violated,
+            Some(_) => Verdict::Proven,
+            None => Verdict::NotRun,
+        }
+    }
+}
+
+/// Compiles intent into a staged generation (exit 1 on bad intent).
+pub fn stage_intent(
+    files: &[PathBuf],
+    rules: Option<&Path>,
+    store: Option<&Store>,
+) -> Result<Staged, Outcome> {
+    let ev = evaluate_intent(files, rules, 1)?;
+    if !ev.findings.is_empty() {
+        for f in &ev.findings {
+            eprint!("{}", f.render(&ev.compilation.sources));
+        }
+        eprintln!(
+            "\n{} problem(s) in the intent; nothing was planned or pushed",
+            ev.findings.len()
+        );
+        return Err(Outcome::ProgramErrors);
+    }
+    let gen = candidate::build(files, &ev).map_err(|e| Outcome::InputError(e.to_string(), None))?;
+    let mut staged = stage(gen, store)?;
+    staged.evaluated = Some(ev);
+    Ok(staged)
+}
+
+/// Diffs and verifies a generation's contents against the last applied one.
+pub fn stage(gen: NewGeneration, store: Option<&Store>) -> Result<Staged, Outcome> {
+    let base = match store {
+        Some(s) => s.last_applied()?,
+        None => None,
+    };
+    let base_outputs = match (store, &base) {
+        (Some(s), Some(b)) => s.device_outputs(b.id)?,
+        _ => Vec::new(),
+    };
+    let changes = entries::changes(&base_outputs, &gen.outputs);
+    let against = match (store, &base) {
+        (Some(s), Some(b)) => {
+            let d = std::env::temp_dir().join(format!(
+                "netc-against-{}-{}",
+                std::process::id(),
+                b.id
+            ));
+            let _ = std::fs::remove_dir_all(&d);
+            s.write_artifact_dir(b.id, &d)?;
+            Some(d)
+        }
+        _ => None,
+    };
+    let result = verdict::verify(&gen, against.as_deref(), 3);
+    if let Some(d) = &against {
+        let _ = std::fs::remove_dir_all(d);
+    }
+    let (report, verify_error) = match result {
+        Ok(r) => (Some(r), None),
+        Err(e) => (None, Some(e)),
+    };
+    Ok(Staged {
+        gen,
+        base,
+        base_outputs,
+        changes,
+        report,
+        verify_error,
+        evaluated: None,
+    })
+}
+
+/// Colors for a terminal; none when stdout is not one or NO_COLOR is set.
+pub struct Paint {
+    on: bool,
+}
+
+impl Paint {
+    pub fn stdout() -> Paint {
+        Paint {
+            on: std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+        }
+    }
+    fn wrap(&self, code: &str, s: &str) -> String {
+        if self.on {
+            format!("\x1b[{code}m{s}\x1b[0m")
+        } else {
+            s.to_string()
+        }
+    }
+    pub fn green(&self, s: &str) -> String {
+        self.wrap("32", s)
+    }
+    pub fn red(&self, s: &str) -> String {
+        self.wrap("31", s)
+    }
+    pub fn bold(&self, s: &str) -> String {
+        self.wrap("1", s)
+    }
+}
+
+/// Per-device `+adds -removes` lines (and the entries with `verbose`).
+pub fn print_changes(changes: &BTreeMap<String, DeviceChange>, verbose: bool, paint: &Paint) {
+    if changes.is_empty() {
+        println!("  no device changes");
+        return;
+    }
+    let width = changes.keys().map(String::len).max().unwrap_or(0);
+    for (device, c) in changes {
+        let kinds: Vec<&str> = c.kinds.iter().map(String::as_str).collect();
+        println!(
+            "  {device:<width$}  {:<12} {} {}",
+            kinds.join(","),
+            paint.green(&format!("+{}", c.added.len())),
+            paint.red(&format!("-{}", c.removed.len()))
+        );
+        if verbose {
+            for e in &c.removed {
+                println!("      {}", paint.red(&format!("- {e}")));
+            }
+            for e in &c.added {
+                println!("      {}", paint.green(&format!("+ {e}")));
+            }
+        }
+    }
+}
+
+/// The changes as JSON: `{device: {kinds, added, removed[, entries]}}`.
+pub fn changes_json(changes: &BTreeMap<String, DeviceChange>, verbose: bool) -> serde_json::Value {
+    let mut m = serde_json::Map::new();
+    for (device, c) in changes {
+        let mut v = serde_json::json!({
+            "kinds": c.kinds,
+            "added": c.added.len(),
+            "removed": c.removed.len(),
+        });
+        if verbose {
+            v["entries"] = serde_json::json!({"added": c.added, "removed": c.removed});
+        }
+        m.insert(device.clone(), v);
+    }
+    serde_json::Value::Object(m)
+}
+
+/// The verifier's report as JSON (null when it did not run).
+pub fn report_json(s: &Staged) -> serde_json::Value {
+    s.report
+        .as_ref()
+        .and_then(|r| serde_json::from_str(&r.json()).ok())
+        .unwrap_or(serde_json::Value::Null)
+}
+
+/// Who runs this: `$USER` or `unknown`.
+pub fn actor() -> String {
+    std::env::var("USER")
+        .or_else(|_| std::env::var("LOGNAME"))
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+/// The command line, for the record.
+pub fn command_line() -> String {
+    let args: Vec<String> = std::env::args().collect();
+    let mut s = args.join(" ");
+    if let Some(rest) = args.first().and_then(|a| s.strip_prefix(a.as_str())) {
+        s = format!("netc{rest}");
+    }
+    s
+}

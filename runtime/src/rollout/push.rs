@@ -1,0 +1,258 @@
+//! Pushing one device: make it hold exactly a given set of artifacts.
+//!
+//! Expects: the device's artifacts of one generation (possibly none: the
+//! device is then emptied of netc's state). Guarantees, per route:
+//! - OVS: [`OvsClient::reconcile`] — dump, diff by cookie, ONE atomic bundle;
+//! - P4: `python3 -m p4client apply` (`targets/p4client`), which reconciles
+//!   the switch by Read and writes all or nothing;
+//! - agent: each of the host's files (`ovs/<host>.flows`, `ovs/<host>.groups`,
+//!   `host/<host>.json`) is written to a temporary name and renamed into the
+//!   agent's directory (a reader never sees half a file); a file the
+//!   generation lacks is removed;
+//!
+//! and every push is idempotent, so re-pushing a generation converges from
+//! any mix. Failures are [`PushError`]s naming the device and the reason.
+
+use super::inventory::{Defaults, Route, Target};
+use crate::store::DeviceOutput;
+use netc_targets::ovs::client::OvsClient;
+use netc_targets::ovs::delta::Delta;
+use netc_targets::ovs::text::BridgeState;
+use std::io::Read;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Why a device could not be brought to its intended state.
+#[derive(Debug, thiserror::Error)]
+#[error("device `{device}` ({kind} at {address}): {reason}")]
+pub struct PushError {
+    pub device: String,
+    pub kind: &'static str,
+    pub address: String,
+    pub reason: String,
+}
+
+/// What a push changed (a count of entries; 0: already in sync).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Pushed {
+    pub changes: usize,
+}
+
+fn text_of<'a>(outputs: &'a [&DeviceOutput], path: &str) -> Option<&'a str> {
+    outputs
+        .iter()
+        .find(|o| o.path == path)
+        .map(|o| o.text.as_str())
+}
+
+fn error(t: &Target, reason: impl Into<String>) -> PushError {
+    PushError {
+        device: t.device.clone(),
+        kind: t.route.kind(),
+        address: t.route.address(),
+        reason: reason.into(),
+    }
+}
+
+fn bridge_state(t: &Target, outputs: &[&DeviceOutput]) -> Result<BridgeState, PushError> {
+    let flows = text_of(outputs, &format!("ovs/{}.flows", t.device)).unwrap_or("");
+    let groups = text_of(outputs, &format!("ovs/{}.groups", t.device)).unwrap_or("");
+    BridgeState::parse(flows, groups, &format!("ovs/{}", t.device))
+        .map_err(|e| error(t, format!("stored flows are unreadable: {e}")))
+}
+
+fn ovs_client(t: &Target, bridge: &str, d: &Defaults) -> OvsClient {
+    let mut c = OvsClient::new(&t.device, bridge);
+    c.ofctl = d.ofctl.clone();
+    c.timeout = Duration::from_secs(d.timeout_secs);
+    c
+}
+
+/// Makes `t` hold exactly `outputs` (the artifacts of `t.device`).
+pub fn push(t: &Target, outputs: &[&DeviceOutput], d: &Defaults) -> Result<Pushed, PushError> {
+    match &t.route {
+        Route::Ovs { bridge } => {
+            let state = bridge_state(t, outputs)?;
+            let r = ovs_client(t, bridge, d)
+                .reconcile(&state)
+                .map_err(|e| error(t, first_line(&e.to_string())))?;
+            Ok(Pushed {
+                changes: r.flows_added
+                    + r.flows_deleted
+                    + r.groups_added
+                    + r.groups_modified
+                    + r.groups_deleted,
+            })
+        }
+        Route::P4 {
+            address,
+            device_id,
+            election_id,
+        } => push_p4(t, outputs, d, address, *device_id, *election_id),
+        Route::Agent { dir } => push_agent(t, outputs, dir),
+    }
+}
+
+/// How many entries `t` differs from `outputs` by, without changing it;
+/// `None` where the route has no dry run (P4: the client only applies).
+pub fn drift(
+    t: &Target,
+    outputs: &[&DeviceOutput],
+    d: &Defaults,
+) -> Result<Option<usize>, PushError> {
+    match &t.route {
+        Route::Ovs { bridge } => {
+            let state = bridge_state(t, outputs)?;
+            let seen = ovs_client(t, bridge, d)
+                .observe()
+                .map_err(|e| error(t, first_line(&e.to_string())))?;
+            Ok(Some(Delta::between(&state, &seen).len()))
+        }
+        Route::P4 { .. } => Ok(None),
+        Route::Agent { dir } => {
+            let mut n = 0;
+            for path in agent_paths(&t.device) {
+                let want = text_of(outputs, &path);
+                let have = std::fs::read_to_string(dir.join(&path)).ok();
+                n += usize::from(want != have.as_deref());
+            }
+            Ok(Some(n))
+        }
+    }
+}
+
+fn first_line(s: &str) -> String {
+    s.lines().next().unwrap_or("").to_string()
+}
+
+fn agent_paths(device: &str) -> [String; 3] {
+    [
+        format!("ovs/{device}.flows"),
+        format!("ovs/{device}.groups"),
+        format!("host/{device}.json"),
+    ]
+}
+
+fn push_agent(t: &Target, outputs: &[&DeviceOutput], dir: &Path) -> Result<Pushed, PushError> {
+    let mut changes = 0;
+    for path in agent_paths(&t.device) {
+        let file = dir.join(&path);
+        let want = text_of(outputs, &path);
+        let have = std::fs::read_to_string(&file).ok();
+        if want == have.as_deref() {
+            continue;
+        }
+        changes += 1;
+        let io = |e: std::io::Error| error(t, format!("{}: {e}", file.display()));
+        match want {
+            Some(text) => {
+                let parent = file.parent().unwrap_or(dir);
+                std::fs::create_dir_all(parent).map_err(io)?;
+                let tmp = parent.join(format!(
+                    ".{}.netc-{}",
+                    file.file_name().unwrap_or_default().to_string_lossy(),
+                    std::process::id()
+                ));
+                std::fs::write(&tmp, text).map_err(io)?;
+                std::fs::rename(&tmp, &file).map_err(io)?;
+            }
+            None => std::fs::remove_file(&file).map_err(io)?,
+        }
+    }
+    Ok(Pushed { changes })
+}
+
+fn push_p4(
+    t: &Target,
+    outputs: &[&DeviceOutput],
+    d: &Defaults,
+    address: &str,
+    device_id: u64,
+    election_id: u64,
+) -> Result<Pushed, PushError> {
+    let path = format!("p4/{}.txtpb", t.device);
+    let text = text_of(outputs, &path).unwrap_or("");
+    let file = std::env::temp_dir().join(format!(
+        "netc-p4-{}-{}.txtpb",
+        sanitize(&t.device),
+        std::process::id()
+    ));
+    std::fs::write(&file, text).map_err(|e| error(t, format!("{}: {e}", file.display())))?;
+    let child = Command::new(&d.python)
+        .args(["-m", "p4client", "apply", "--address", address])
+        .args(["--device-id", &device_id.to_string()])
+        .args(["--election-id", &election_id.to_string()])
+        .args(["--switch", &t.device, "--file"])
+        .arg(&file)
+        .env("PYTHONPATH", &d.p4client)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn();
+    let result = match child {
+        Ok(c) => wait(c, Duration::from_secs(d.timeout_secs)),
+        Err(e) => Err(format!(
+            "cannot run `{} -m p4client`: {e} (install Python 3 and targets/p4client's requirements)",
+            d.python.display()
+        )),
+    };
+    let _ = std::fs::remove_file(&file);
+    let stderr = result.map_err(|e| error(t, e))?;
+    let changes = stderr
+        .split("updates applied")
+        .next()
+        .and_then(|s| s.split_whitespace().last())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    Ok(Pushed { changes })
+}
+
+/// Waits for the p4 client; Ok(stderr) on exit 0, else its last stderr line.
+fn wait(mut child: std::process::Child, timeout: Duration) -> Result<String, String> {
+    let mut err = child.stderr.take();
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        if let Some(e) = err.as_mut() {
+            let _ = e.read_to_string(&mut s);
+        }
+        s
+    });
+    let start = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(st)) => break st,
+            Ok(None) if start.elapsed() > timeout => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "the P4Runtime client did not finish within {} s and was stopped",
+                    timeout.as_secs()
+                ));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+            Err(e) => return Err(e.to_string()),
+        }
+    };
+    let stderr = reader.join().unwrap_or_default();
+    if status.success() {
+        Ok(stderr)
+    } else {
+        let last = stderr
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("no message");
+        Err(format!(
+            "the P4Runtime client failed (exit {}): {}",
+            status.code().unwrap_or(-1),
+            last.trim().trim_start_matches("error: ")
+        ))
+    }
+}
+
+fn sanitize(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect()
+}
