@@ -9,6 +9,8 @@
 //! - [`agent`] is `netc agent`, a host's daemon (bridge sync, DIP probes).
 //! - [`store`] remembers every applied generation (SQLite under `.netc/`);
 //!   [`rollout`] pushes a generation to every device, all or nothing.
+//! - [`serve`] is `netc serve`, the warm daemon (HTTP+JSON), and holds the
+//!   warm session [`repl`] (`netc repl`) shares.
 //! - [`commands`] implements each `netc` subcommand on top of those; the
 //!   binary (`main.rs`) only parses arguments and maps outcomes to exit codes.
 //!
@@ -23,4 +25,6 @@ pub mod gen;
 pub mod agent;
 pub mod store;
 pub mod rollout;
+pub mod serve;
+pub mod repl;
 pub mod commands;

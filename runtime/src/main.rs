@@ -225,6 +225,10 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         facts_out: Option<PathBuf>,
     },
+    /// A daemon that keeps the intent warm: HTTP+JSON plan/apply/verify/query and a stream of per-device deltas.
+    Serve(commands::serve::ServeArgs),
+    /// A prompt over the warm intent: queries, :assert/:retract, :whatif, :explain, :plan.
+    Repl(commands::repl::ReplArgs),
     /// Show what `netc apply` would change on each device, and verify it; touches no device.
     #[command(after_help = concat!(
         "Compiles the intent, diffs each device's artifacts against the last applied generation of the state\n",
@@ -490,6 +494,8 @@ fn dispatch(cli: Cli) -> Outcome {
             state,
         } => commands::diff::run(from, to, state.as_deref(), verbose, json),
         Command::Agent(a) => commands::agent::run(a),
+        Command::Serve(a) => commands::serve::run(a),
+        Command::Repl(a) => commands::repl::run(a),
         Command::Run {
             files,
             facts,

@@ -418,6 +418,27 @@ impl Drop for Engine {
     }
 }
 
+/// A plain row of slot values, as expressions read it.
+struct PlainRow<'a>(&'a [Value]);
+
+impl eval::Slots for PlainRow<'_> {
+    fn slot(&self, i: usize) -> Option<Value> {
+        self.0.get(i).copied()
+    }
+}
+
+/// Evaluates a plan expression over a row of slot values, exactly as the
+/// dataflow does (`None`: undefined, the row would be dropped). For callers
+/// that re-derive a tuple top-down (`netc repl`'s `:explain`).
+pub fn eval_expr(e: &netc_compiler::plan::Expr, slots: &[Value]) -> Option<Value> {
+    eval::eval(e, &PlainRow(slots))
+}
+
+/// Whether a plan condition holds over a row of slot values (as [`eval_expr`]).
+pub fn eval_cond(c: &netc_compiler::plan::Cond, slots: &[Value]) -> bool {
+    eval::holds(c, &PlainRow(slots))
+}
+
 /// Sorts by (relation, tuple) and sums the diffs of equal entries, dropping zeros.
 fn consolidate(v: &mut Vec<(RelId, Tuple, isize)>) {
     v.sort_unstable_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));

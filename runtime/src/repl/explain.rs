@@ -1,0 +1,446 @@
+//! `:explain rel(...)`: a tuple's derivation tree, down to the intent facts.
+//!
+//! Expects: a [`Warm`] session whose engine holds the current contents.
+//! The engine keeps no provenance, so a tuple is re-derived top-down: a
+//! rule explains it when its head can produce the tuple and its body holds
+//! in the current contents (each positive atom a present row, each negated
+//! one absent, each condition true), found by running the rule's plan body
+//! with the head's values pushed into the scans. Each premise is explained
+//! the same way. Guarantees:
+//! - a leaf is an intent fact with its `file:line:col`, a row the placement
+//!   built-in committed, or an honest stop: not in the relation ("not
+//!   derivable"), the depth bound, a cycle, the search budget, or a rule
+//!   with an aggregate (cited, not expanded);
+//! - the work is bounded ([`BUDGET`] rows visited per rule search), so a
+//!   query never hangs the prompt.
+
+use crate::engine::{eval_cond, eval_expr};
+use crate::serve::pattern::show_atom;
+use crate::serve::warm::Warm;
+use netc_compiler::plan::{Body, ColPat, Expr, RelId, RulePlan, Source, Step};
+use netc_compiler::value::{Row, Value};
+
+/// Rows visited at most while searching one rule's body.
+pub const BUDGET: usize = 2_000_000;
+
+/// Why a node has no children.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Leaf {
+    /// An intent fact, at `file:line:col` (or "asserted at the prompt").
+    Fact(String),
+    /// A `vip_placement` row written by the placement built-in.
+    Placement,
+    /// `not rel(...)`: holds because no such row exists.
+    Absent,
+    NotDerivable,
+    DepthLimit,
+    Cycle,
+    Budget,
+    /// Only rules with an aggregate (at these locations) derive it.
+    Aggregate(Vec<String>),
+}
+
+/// One step of a derivation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Node {
+    pub atom: String,
+    /// The rule that derives it (`file:line:col`), when derived.
+    pub rule: Option<String>,
+    pub children: Vec<Node>,
+    pub leaf: Option<Leaf>,
+}
+
+/// The derivation of `rel(row)`, at most `depth` rules deep.
+pub fn explain(w: &Warm, rel: RelId, row: &[Value], depth: usize) -> Node {
+    let mut stack = Vec::new();
+    derive(w, rel, row, depth, &mut stack)
+}
+
+fn derive(
+    w: &Warm,
+    rel: RelId,
+    row: &[Value],
+    depth: usize,
+    stack: &mut Vec<(RelId, Row)>,
+) -> Node {
+    let plan = w.plan();
+    let atom = show_atom(&plan.relations[rel].name, row);
+    let leaf = |l| Node {
+        atom: atom.clone(),
+        rule: None,
+        children: Vec::new(),
+        leaf: Some(l),
+    };
+    if let Some(at) = w.origin(rel, row) {
+        return leaf(Leaf::Fact(at));
+    }
+    if w.is_placed(rel, row) {
+        return leaf(Leaf::Placement);
+    }
+    if !w.engine().contains(rel, row) {
+        return leaf(Leaf::NotDerivable);
+    }
+    if depth == 0 {
+        return leaf(Leaf::DepthLimit);
+    }
+    if stack.iter().any(|(r, x)| *r == rel && x.as_slice() == row) {
+        return leaf(Leaf::Cycle);
+    }
+    let mut aggregates = Vec::new();
+    let mut out_of_budget = false;
+    for rule in plan
+        .strata
+        .iter()
+        .flat_map(|s| &s.rules)
+        .filter(|r| r.head == rel)
+    {
+        if has_aggregate(&rule.body) {
+            aggregates.push(w.sources().location(rule.span));
+            continue;
+        }
+        match find_body(w, rule, row) {
+            Search::Found(premises) => {
+                stack.push((rel, row.to_vec()));
+                let children = premises
+                    .into_iter()
+                    .map(|p| match p {
+                        Premise::Row(r, x) => derive(w, r, &x, depth - 1, stack),
+                        Premise::Absent(text) => Node {
+                            atom: text,
+                            rule: None,
+                            children: Vec::new(),
+                            leaf: Some(Leaf::Absent),
+                        },
+                    })
+                    .collect();
+                stack.pop();
+                return Node {
+                    atom,
+                    rule: Some(w.sources().location(rule.span)),
+                    children,
+                    leaf: None,
+                };
+            }
+            Search::Budget => out_of_budget = true,
+            Search::None => {}
+        }
+    }
+    if out_of_budget {
+        leaf(Leaf::Budget)
+    } else if !aggregates.is_empty() {
+        leaf(Leaf::Aggregate(aggregates))
+    } else {
+        leaf(Leaf::NotDerivable)
+    }
+}
+
+fn has_aggregate(b: &Body) -> bool {
+    b.steps.iter().any(|s| matches!(s, Step::Aggregate { .. }))
+}
+
+enum Premise {
+    Row(RelId, Row),
+    Absent(String),
+}
+
+enum Search {
+    Found(Vec<Premise>),
+    None,
+    Budget,
+}
+
+struct Ctx<'a> {
+    w: &'a Warm,
+    rule: &'a RulePlan,
+    want: &'a [Value],
+    /// For each slot, the head column's value it must equal (head column `j`
+    /// is `Expr::Slot(s)`), so scans prune early.
+    expect: Vec<Option<Value>>,
+    visited: usize,
+}
+
+fn find_body(w: &Warm, rule: &RulePlan, want: &[Value]) -> Search {
+    let mut expect = Vec::new();
+    for (j, e) in rule.head_exprs.iter().enumerate() {
+        if let (Expr::Slot(s), Some(v)) = (e, want.get(j)) {
+            if expect.len() <= *s {
+                expect.resize(*s + 1, None);
+            }
+            expect[*s] = Some(*v);
+        }
+    }
+    let mut ctx = Ctx {
+        w,
+        rule,
+        want,
+        expect,
+        visited: 0,
+    };
+    let mut premises = Vec::new();
+    let found = match &rule.body.source {
+        Source::Unit => steps(&mut ctx, 0, &mut Vec::new(), &mut premises),
+        Source::Scan(scan) => {
+            let mut hit = false;
+            for t in w.engine().contents(scan.rel) {
+                if !tick(&mut ctx) {
+                    break;
+                }
+                let mut slots = Vec::new();
+                if bind(&scan.cols, &t, &mut slots) && consistent(&ctx, &slots, 0) {
+                    premises.push(Premise::Row(scan.rel, t));
+                    if steps(&mut ctx, 0, &mut slots, &mut premises) {
+                        hit = true;
+                        break;
+                    }
+                    premises.pop();
+                }
+            }
+            hit
+        }
+        Source::Outer => false,
+    };
+    if found {
+        Search::Found(premises)
+    } else if ctx.visited >= BUDGET {
+        Search::Budget
+    } else {
+        Search::None
+    }
+}
+
+fn tick(ctx: &mut Ctx) -> bool {
+    ctx.visited += 1;
+    ctx.visited < BUDGET
+}
+
+/// Appends the bound columns of `t` to `slots` if `t` matches the patterns
+/// (a join's key columns, compared already, are `Ignore`).
+fn bind(cols: &[ColPat], t: &[Value], slots: &mut Vec<Value>) -> bool {
+    let mut bound = Vec::new();
+    for (i, c) in cols.iter().enumerate() {
+        let Some(v) = t.get(i) else { return false };
+        match c {
+            ColPat::Bind => bound.push(*v),
+            ColPat::SameAs(j) => {
+                if t.get(*j) != Some(v) {
+                    return false;
+                }
+            }
+            ColPat::Const(k) => {
+                if k != v {
+                    return false;
+                }
+            }
+            ColPat::Ignore => {}
+        }
+    }
+    slots.extend(bound);
+    true
+}
+
+/// Whether the slots from `from` on agree with the head's wanted values.
+fn consistent(ctx: &Ctx, slots: &[Value], from: usize) -> bool {
+    (from..slots.len()).all(|s| match ctx.expect.get(s) {
+        Some(Some(v)) => slots[s] == *v,
+        _ => true,
+    })
+}
+
+fn steps(ctx: &mut Ctx, i: usize, slots: &mut Vec<Value>, premises: &mut Vec<Premise>) -> bool {
+    let Some(step) = ctx.rule.body.steps.get(i) else {
+        let head: Option<Vec<Value>> = ctx
+            .rule
+            .head_exprs
+            .iter()
+            .map(|e| eval_expr(e, slots))
+            .collect();
+        return head.as_deref() == Some(ctx.want);
+    };
+    let base = slots.len();
+    match step {
+        Step::Join {
+            rel,
+            left_key,
+            right_key,
+            cols,
+        } => {
+            let Some(key): Option<Vec<Value>> =
+                left_key.iter().map(|e| eval_expr(e, slots)).collect()
+            else {
+                return false;
+            };
+            for t in ctx.w.engine().contents(*rel) {
+                if !tick(ctx) {
+                    return false;
+                }
+                if right_key
+                    .iter()
+                    .zip(&key)
+                    .any(|(c, k)| t.get(*c) != Some(k))
+                {
+                    continue;
+                }
+                if bind(cols, &t, slots) && consistent(ctx, slots, base) {
+                    premises.push(Premise::Row(*rel, t));
+                    if steps(ctx, i + 1, slots, premises) {
+                        return true;
+                    }
+                    premises.pop();
+                }
+                slots.truncate(base);
+            }
+            false
+        }
+        Step::AntiJoin {
+            rel,
+            left_key,
+            right_cols,
+        } => {
+            let Some(key): Option<Vec<Value>> =
+                left_key.iter().map(|e| eval_expr(e, slots)).collect()
+            else {
+                return false;
+            };
+            let present = ctx.w.engine().contents(*rel).iter().any(|t| {
+                right_cols
+                    .iter()
+                    .zip(&key)
+                    .all(|(c, k)| t.get(*c) == Some(k))
+            });
+            if present {
+                return false;
+            }
+            let name = &ctx.w.plan().relations[*rel].name;
+            let arity = ctx.w.plan().relations[*rel].arity();
+            let args: Vec<String> = (0..arity)
+                .map(|c| match right_cols.iter().position(|x| *x == c) {
+                    Some(k) => crate::serve::pattern::show(&key[k]),
+                    None => "_".into(),
+                })
+                .collect();
+            premises.push(Premise::Absent(format!("not {name}({})", args.join(", "))));
+            if steps(ctx, i + 1, slots, premises) {
+                return true;
+            }
+            premises.pop();
+            false
+        }
+        Step::Filter(c) => eval_cond(c, slots) && steps(ctx, i + 1, slots, premises),
+        Step::Bind(e) => {
+            let Some(v) = eval_expr(e, slots) else {
+                return false;
+            };
+            slots.push(v);
+            let ok = consistent(ctx, slots, base) && steps(ctx, i + 1, slots, premises);
+            if !ok {
+                slots.truncate(base);
+            }
+            ok
+        }
+        Step::Aggregate { .. } => false,
+    }
+}
+
+/// The tree as indented text, one node per line.
+pub fn render(n: &Node) -> String {
+    let mut out = String::new();
+    render_into(n, 0, &mut out);
+    out
+}
+
+fn render_into(n: &Node, indent: usize, out: &mut String) {
+    let pad = "  ".repeat(indent);
+    let how = match (&n.rule, &n.leaf) {
+        (Some(r), _) => format!("by the rule at {r}"),
+        (None, Some(Leaf::Fact(at))) => format!("intent fact at {at}"),
+        (None, Some(Leaf::Placement)) => {
+            "written by the placement built-in (specs/intent.md §5)".into()
+        }
+        (None, Some(Leaf::Absent)) => "holds: no such row".into(),
+        (None, Some(Leaf::NotDerivable)) => {
+            "NOT DERIVABLE: no such row, and no rule derives it".into()
+        }
+        (None, Some(Leaf::DepthLimit)) => "... (depth limit; `:explain` shows 12 levels)".into(),
+        (None, Some(Leaf::Cycle)) => "(already being explained above: a cycle)".into(),
+        (None, Some(Leaf::Budget)) => "(search budget exhausted; not expanded)".into(),
+        (None, Some(Leaf::Aggregate(at))) => {
+            format!(
+                "derived by a rule with an aggregate (not expanded): {}",
+                at.join(", ")
+            )
+        }
+        (None, None) => String::new(),
+    };
+    out.push_str(&format!("{pad}{}   <- {how}\n", n.atom));
+    for c in &n.children {
+        render_into(c, indent + 1, out);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::serve::warm::IntentText;
+
+    fn warm(test: &str, text: &str) -> Warm {
+        let dir = std::env::temp_dir().join(format!("netc-explain-{test}-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        std::fs::write(
+            dir.join("r.ndl"),
+            ".decl edge(a: number, b: number)\n.decl path(a: number, b: number)\n.output path\n\
+             .decl blocked(a: number)\n.decl ok(a: number, b: number)\n.output ok\n\
+             path(a, b) :- edge(a, b).\npath(a, c) :- path(a, b), edge(b, c).\n\
+             ok(a, b) :- path(a, b), !blocked(b), a < b.\n",
+        )
+        .unwrap();
+        let w = Warm::start(
+            vec![IntentText {
+                name: "facts.ndl".into(),
+                text: text.into(),
+            }],
+            Some(&dir),
+        )
+        .unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        w
+    }
+
+    #[test]
+    fn derivation_reaches_the_intent_facts_with_their_lines() {
+        let w = warm("facts", "edge(1, 2).\nedge(2, 3).\nblocked(2).\n");
+        let ok = w.plan().relation_id("ok").unwrap();
+        let n = explain(&w, ok, &[Value::Number(1), Value::Number(3)], 12);
+        assert!(n.rule.is_some(), "{n:?}");
+        let text = render(&n);
+        assert!(
+            text.contains("edge(1, 2)   <- intent fact at facts.ndl:1:1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("edge(2, 3)   <- intent fact at facts.ndl:2:1"),
+            "{text}"
+        );
+        assert!(text.contains("not blocked(3)"), "{text}");
+        // ok(1, 2) is not derivable: 2 is blocked.
+        let n = explain(&w, ok, &[Value::Number(1), Value::Number(2)], 12);
+        assert_eq!(n.leaf, Some(Leaf::NotDerivable));
+    }
+
+    #[test]
+    fn the_depth_bound_is_reported() {
+        let w = warm("depth", "edge(1, 2).\nedge(2, 3).\nedge(3, 4).\n");
+        let path = w.plan().relation_id("path").unwrap();
+        let n = explain(&w, path, &[Value::Number(1), Value::Number(4)], 1);
+        assert!(render(&n).contains("depth limit"), "{}", render(&n));
+        let full = render(&explain(
+            &w,
+            path,
+            &[Value::Number(1), Value::Number(4)],
+            12,
+        ));
+        assert!(
+            full.contains("edge(3, 4)   <- intent fact at facts.ndl:3:1"),
+            "{full}"
+        );
+    }
+}

@@ -1,0 +1,534 @@
+//! The endpoints of `netc serve` (specs/serve.md), over the shared daemon state.
+//!
+//! Expects: an authenticated request whose body is at most the size limit
+//! (checked in `http.rs`). Guarantees: every answer is JSON; every failure
+//! is an [`ApiError`] with an HTTP status, a stable `code`, a message and a
+//! hint; a refused `apply` (bad intent, a violation without `force`, a store
+//! that cannot be written) leaves the session, the store and the delta
+//! stream exactly as they were.
+
+use super::deltas::{DeltaLog, Since};
+use super::pattern::{self, Pattern};
+use super::record;
+use super::warm::{text as value_text, Change, DeviceDelta, IntentText, Warm};
+use crate::store::{DeviceOutput, NewGeneration, Store, Verdict};
+use serde_json::{json, Value as Json};
+use std::collections::BTreeSet;
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// What the daemon holds, behind one lock (changes are serialised).
+pub struct Daemon {
+    pub warm: Warm,
+    pub store: Store,
+    /// The generation the session holds (0: none applied yet).
+    pub generation: i64,
+    /// The outputs of `generation` (or of the starting intent), per device.
+    pub outputs: Vec<DeviceOutput>,
+}
+
+/// Everything the request threads share.
+pub struct Shared {
+    pub daemon: Mutex<Daemon>,
+    pub deltas: DeltaLog,
+    pub token: String,
+    /// When this daemon started (Unix seconds): the delta numbering's epoch.
+    pub epoch: u64,
+}
+
+/// A refused request.
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: u16,
+    pub code: &'static str,
+    pub message: String,
+    pub hint: Option<String>,
+    /// Extra fields (findings, the verifier's report).
+    pub detail: Option<Json>,
+}
+
+impl ApiError {
+    pub fn new(status: u16, code: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+            hint: None,
+            detail: None,
+        }
+    }
+    pub fn hint(mut self, h: impl Into<String>) -> ApiError {
+        self.hint = Some(h.into());
+        self
+    }
+    pub fn detail(mut self, d: Json) -> ApiError {
+        self.detail = Some(d);
+        self
+    }
+    pub fn json(&self) -> Json {
+        let mut e = json!({"code": self.code, "message": self.message});
+        if let Some(h) = &self.hint {
+            e["hint"] = json!(h);
+        }
+        if let Some(d) = &self.detail {
+            e["detail"] = d.clone();
+        }
+        json!({ "error": e })
+    }
+}
+
+fn internal(e: impl std::fmt::Display) -> ApiError {
+    ApiError::new(500, "internal", e.to_string())
+}
+
+type Reply = Result<Json, ApiError>;
+
+/// Routes one request (method, path without query, query string, body).
+pub fn route(shared: &Shared, method: &str, path: &str, query: &str, body: &[u8]) -> Reply {
+    match (method, path) {
+        ("GET", "/v1/status") => status(shared),
+        ("GET", "/v1/deltas") => deltas(shared, query),
+        ("POST", "/v1/plan") => plan(shared, &parse_body(body)?),
+        ("POST", "/v1/apply") => apply(shared, &parse_body(body)?),
+        ("POST", "/v1/verify") => verify(shared),
+        ("POST", "/v1/query") => query_rows(shared, &parse_body(body)?),
+        (_, "/v1/status" | "/v1/deltas" | "/v1/plan" | "/v1/apply" | "/v1/verify" | "/v1/query") => {
+            Err(ApiError::new(405, "method_not_allowed", format!("{method} is not allowed on {path}"))
+                .hint("GET /v1/status, GET /v1/deltas; POST /v1/plan, /v1/apply, /v1/verify, /v1/query"))
+        }
+        _ => Err(ApiError::new(404, "not_found", format!("no endpoint {path}"))
+            .hint("GET /v1/status, GET /v1/deltas; POST /v1/plan, /v1/apply, /v1/verify, /v1/query (specs/serve.md)")),
+    }
+}
+
+fn parse_body(body: &[u8]) -> Result<Json, ApiError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(json!({}));
+    }
+    serde_json::from_slice(body).map_err(|e| {
+        ApiError::new(400, "bad_json", format!("the body is not JSON: {e}")).hint(
+            "send a JSON object, e.g. {\"files\": [{\"name\": \"intent.ndl\", \"text\": \"...\"}]}",
+        )
+    })
+}
+
+fn lock(shared: &Shared) -> std::sync::MutexGuard<'_, Daemon> {
+    // A panic while holding the lock is caught at the request edge; the
+    // session stays usable (each change undoes itself on failure).
+    shared.daemon.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The intent of a request: `files` (texts) or `paths` (read by the daemon).
+fn intent_of(body: &Json) -> Result<Option<Vec<IntentText>>, ApiError> {
+    let bad = |m: &str| {
+        ApiError::new(400, "bad_request", m.to_string())
+            .hint("{\"files\": [{\"name\": \"intent.ndl\", \"text\": \"...\"}]} or {\"paths\": [\"/abs/intent.ndl\"]}")
+    };
+    if let Some(files) = body.get("files") {
+        let arr = files
+            .as_array()
+            .ok_or_else(|| bad("`files` must be a list"))?;
+        let mut out = Vec::new();
+        for f in arr {
+            let name = f.get("name").and_then(Json::as_str);
+            let text = f.get("text").and_then(Json::as_str);
+            match (name, text) {
+                (Some(n), Some(t)) => out.push(IntentText {
+                    name: n.to_string(),
+                    text: t.to_string(),
+                }),
+                _ => return Err(bad("each of `files` needs a `name` and a `text` (strings)")),
+            }
+        }
+        return Ok(Some(out));
+    }
+    if let Some(paths) = body.get("paths") {
+        let arr = paths
+            .as_array()
+            .ok_or_else(|| bad("`paths` must be a list"))?;
+        let mut out = Vec::new();
+        for p in arr {
+            let p = p.as_str().ok_or_else(|| bad("`paths` must be strings"))?;
+            out.push(IntentText::read(std::path::Path::new(p)).map_err(|e| {
+                ApiError::new(400, "unreadable", e.to_string())
+                    .hint("paths are read by the daemon, relative to its working directory")
+            })?);
+        }
+        return Ok(Some(out));
+    }
+    Ok(None)
+}
+
+fn warm_error(e: super::warm::WarmError) -> ApiError {
+    use super::warm::WarmError as W;
+    match e {
+        W::Diagnostics(d) => ApiError::new(422, "program_errors", "the intent has errors")
+            .detail(json!({ "diagnostics": d }))
+            .hint("`netc check --intent FILE` shows the same diagnostics"),
+        W::Read { .. } => ApiError::new(400, "unreadable", e.to_string()),
+        other => ApiError::new(422, "engine", other.to_string()),
+    }
+}
+
+fn row_json(row: &[netc_compiler::value::Value]) -> Json {
+    Json::Array(row.iter().map(|v| json!(value_text(v))).collect())
+}
+
+/// A device's delta as the stream and the replies carry it.
+pub fn delta_json(d: &DeviceDelta, generation: i64) -> Json {
+    let rows = |v: &[(String, netc_compiler::value::Row)]| -> Json {
+        Json::Array(
+            v.iter()
+                .map(|(r, row)| json!({"relation": r, "row": row_json(row)}))
+                .collect(),
+        )
+    };
+    json!({
+        "generation": generation,
+        "device": d.device,
+        "added": rows(&d.added),
+        "removed": rows(&d.removed),
+    })
+}
+
+fn change_json(c: &Change) -> Json {
+    json!({
+        "devices": c.devices.iter().map(|d| json!({
+            "device": d.device, "added": d.added.len(), "removed": d.removed.len()
+        })).collect::<Vec<_>>(),
+        "full_evaluation": c.full,
+        "input_changes": c.input_changes,
+    })
+}
+
+fn status(shared: &Shared) -> Reply {
+    let d = lock(shared);
+    let c = d.warm.counters();
+    let stats = d.warm.engine().stats();
+    Ok(json!({
+        "generation": d.generation,
+        "files": d.warm.files().iter().map(|f| f.name.clone()).collect::<Vec<_>>(),
+        "devices": d.outputs.iter().map(|o| o.device.as_str()).collect::<BTreeSet<_>>(),
+        "findings": d.warm.findings().len(),
+        "counters": {
+            "full_evaluations": c.full_evaluations,
+            "warm_changes": c.warm_changes,
+            "last_input_changes": c.last_input_changes,
+            "last_change_micros": c.last_change_micros,
+        },
+        "engine": {"epochs": stats.epochs, "total_records": stats.total_records, "last_records": stats.last.records},
+        "deltas": {"epoch": shared.epoch, "last": shared.deltas.last()},
+        "state": d.store.dir().display().to_string(),
+    }))
+}
+
+fn deltas(shared: &Shared, query: &str) -> Reply {
+    let mut since = 0u64;
+    let mut wait = 25u64;
+    for kv in query.split('&').filter(|s| !s.is_empty()) {
+        let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+        let n: u64 = v.parse().map_err(|_| {
+            ApiError::new(
+                400,
+                "bad_request",
+                format!("`{k}` must be a non-negative integer, not `{v}`"),
+            )
+            .hint("GET /v1/deltas?since=N&wait=SECONDS")
+        })?;
+        match k {
+            "since" => since = n,
+            "wait" => wait = n.min(60),
+            _ => {
+                return Err(
+                    ApiError::new(400, "bad_request", format!("unknown parameter `{k}`"))
+                        .hint("GET /v1/deltas?since=N&wait=SECONDS"),
+                )
+            }
+        }
+    }
+    match shared.deltas.since(since, Duration::from_secs(wait)) {
+        Since::Entries(es) => {
+            let next = es.last().map_or(since, |e| e.seq);
+            Ok(json!({
+                "epoch": shared.epoch,
+                "deltas": es.into_iter().map(|e| e.json).collect::<Vec<_>>(),
+                "next": next,
+            }))
+        }
+        Since::TooOld { oldest } => Err(ApiError::new(
+            410,
+            "too_old",
+            format!("deltas before {oldest} are no longer kept"),
+        )
+        .hint("resync: read the full state (netc status / the store), then poll since=the current `deltas.last` of /v1/status")),
+        Since::Ahead { last } => Err(ApiError::new(
+            409,
+            "unknown_seq",
+            format!("no delta {since} yet: the last is {last} (the daemon restarted?)"),
+        )
+        .hint("resync, then poll since=the current `deltas.last` of /v1/status")),
+    }
+}
+
+/// What a plan or an apply found about a candidate state (computed while the
+/// session holds it).
+struct Candidate {
+    gen: NewGeneration,
+    report: Option<Json>,
+    violated: bool,
+    verify_error: Option<String>,
+}
+
+fn verdict_of(c: &Candidate, ran: bool) -> Verdict {
+    match (ran, &c.report) {
+        (false, _) | (_, None) => Verdict::NotRun,
+        (true, Some(_)) if c.violated => Verdict::Violated,
+        _ => Verdict::Proven,
+    }
+}
+
+fn flag(body: &Json, key: &str, default: bool) -> Result<bool, ApiError> {
+    match body.get(key) {
+        None => Ok(default),
+        Some(v) => v.as_bool().ok_or_else(|| {
+            ApiError::new(400, "bad_request", format!("`{key}` must be true or false"))
+        }),
+    }
+}
+
+fn plan(shared: &Shared, body: &Json) -> Reply {
+    let run_verifier = flag(body, "verify", true)?;
+    let mut guard = lock(shared);
+    let d = &mut *guard;
+    let files = intent_of(body)?.unwrap_or_else(|| d.warm.files().to_vec());
+    let outputs = &d.outputs;
+    let (change, cand) = d
+        .warm
+        .change(files, |w, ch| {
+            if !ch.findings.is_empty() {
+                return (false, Err(bad_intent(ch)));
+            }
+            (false, candidate_from(w, ch, outputs, run_verifier))
+        })
+        .map_err(warm_error)?;
+    let cand = cand?;
+    let changes = file_changes(&d.outputs, &cand.gen.outputs);
+    Ok(json!({
+        "base": d.generation,
+        "change": change_json(&change),
+        "changes": changes,
+        "verdict": verdict_of(&cand, run_verifier).as_str(),
+        "report": cand.report,
+        "verify_error": cand.verify_error,
+    }))
+}
+
+fn candidate_from(
+    w: &Warm,
+    change: &Change,
+    outputs: &[DeviceOutput],
+    run_verifier: bool,
+) -> Result<Candidate, ApiError> {
+    let touched: BTreeSet<String> = change.devices.iter().map(|x| x.device.clone()).collect();
+    let previous = (!change.full).then_some((outputs, &touched));
+    let gen = record::generation(w, previous).map_err(internal)?;
+    let (mut report, mut violated, mut verify_error) = (None, false, None);
+    if run_verifier {
+        match w.verify(3) {
+            Ok(r) => {
+                violated = r.violated();
+                report = serde_json::from_str(&r.json()).ok();
+            }
+            Err(e) => verify_error = Some(e),
+        }
+    }
+    Ok(Candidate {
+        gen,
+        report,
+        violated,
+        verify_error,
+    })
+}
+
+/// Per device, the artifact files a change rewrites (`changed`), adds or
+/// deletes: what a consumer re-pushes.
+fn file_changes(old: &[DeviceOutput], new: &[DeviceOutput]) -> Json {
+    use std::collections::BTreeMap;
+    let index = |v: &[DeviceOutput]| -> BTreeMap<(String, String), String> {
+        v.iter()
+            .map(|o| {
+                (
+                    (o.device.clone(), o.path.clone()),
+                    crate::store::sha256_hex(o.text.as_bytes()),
+                )
+            })
+            .collect()
+    };
+    let (a, b) = (index(old), index(new));
+    let mut out: BTreeMap<String, Json> = BTreeMap::new();
+    let mut put = |dev: &str, what: &str, path: &str| {
+        let e = out
+            .entry(dev.to_string())
+            .or_insert_with(|| json!({"changed": [], "added": [], "removed": []}));
+        if let Some(list) = e[what].as_array_mut() {
+            list.push(json!(path));
+        }
+    };
+    for ((dev, path), h) in &b {
+        match a.get(&(dev.clone(), path.clone())) {
+            Some(old) if old == h => {}
+            Some(_) => put(dev, "changed", path),
+            None => put(dev, "added", path),
+        }
+    }
+    for (dev, path) in a.keys() {
+        if !b.contains_key(&(dev.clone(), path.clone())) {
+            put(dev, "removed", path);
+        }
+    }
+    json!(out)
+}
+
+fn bad_intent(change: &Change) -> ApiError {
+    ApiError::new(
+        422,
+        "bad_intent",
+        format!(
+            "{} problem(s) in the intent; nothing was changed",
+            change.findings.len()
+        ),
+    )
+    .detail(json!({ "findings": change.findings }))
+    .hint("`netc check --intent FILE` shows the same problems")
+}
+
+fn apply(shared: &Shared, body: &Json) -> Reply {
+    let run_verifier = flag(body, "verify", true)?;
+    let force = flag(body, "force", false)?;
+    let note = body
+        .get("note")
+        .and_then(Json::as_str)
+        .unwrap_or("")
+        .to_string();
+    let actor = body
+        .get("actor")
+        .and_then(Json::as_str)
+        .unwrap_or("netc serve")
+        .to_string();
+    let mut guard = lock(shared);
+    let d = &mut *guard;
+    let files = intent_of(body)?.ok_or_else(|| {
+        ApiError::new(400, "bad_request", "nothing to apply").hint("send `files` or `paths`")
+    })?;
+    let base = d.generation;
+    let Daemon {
+        warm,
+        store,
+        outputs,
+        ..
+    } = d;
+    let (change, outcome) = warm
+        .change(files, |w, ch| {
+            if !ch.findings.is_empty() {
+                return (false, Err(bad_intent(ch)));
+            }
+            let cand = match candidate_from(w, ch, outputs, run_verifier) {
+                Ok(c) => c,
+                Err(e) => return (false, Err(e)),
+            };
+            if cand.violated && !force {
+                let e = ApiError::new(
+                    422,
+                    "violation",
+                    "the verifier found a violation; nothing was applied",
+                )
+                .detail(json!({ "report": cand.report }))
+                .hint("fix the intent, or send \"force\": true (recorded with the generation)");
+                return (false, Err(e));
+            }
+            let mut gen = cand.gen.clone();
+            gen.verdict = Some(verdict_of(&cand, run_verifier));
+            gen.forced = force && cand.violated;
+            gen.actor = actor.clone();
+            gen.command = "netc serve: POST /v1/apply".into();
+            gen.note = note.clone();
+            if ch.devices.is_empty() && base > 0 {
+                return (true, Ok((base, gen, cand)));
+            }
+            match store.commit_generation(&gen) {
+                Ok(id) => (true, Ok((id, gen, cand))),
+                Err(e) => (
+                    false,
+                    Err(ApiError::new(500, "store", e.to_string())
+                        .hint(e.hint().unwrap_or_default())),
+                ),
+            }
+        })
+        .map_err(warm_error)?;
+    let (id, gen, cand) = outcome?;
+    let changes = file_changes(outputs, &gen.outputs);
+    *outputs = gen.outputs;
+    d.generation = id;
+    shared
+        .deltas
+        .append(change.devices.iter().map(|x| delta_json(x, id)).collect());
+    Ok(json!({
+        "generation": id,
+        "base": base,
+        "change": change_json(&change),
+        "changes": changes,
+        "verdict": verdict_of(&cand, run_verifier).as_str(),
+        "forced": gen.forced,
+        "report": cand.report,
+        "verify_error": cand.verify_error,
+        "deltas": {"last": shared.deltas.last()},
+    }))
+}
+
+fn verify(shared: &Shared) -> Reply {
+    let d = lock(shared);
+    let findings = d.warm.findings();
+    if !findings.is_empty() {
+        return Err(ApiError::new(
+            422,
+            "bad_intent",
+            "the current intent has problems; nothing to verify",
+        )
+        .detail(json!({ "findings": findings })));
+    }
+    match d.warm.verify(3) {
+        Ok(r) => Ok(json!({
+            "generation": d.generation,
+            "verdict": if r.violated() { "violated" } else { "proven" },
+            "report": serde_json::from_str::<Json>(&r.json()).unwrap_or(Json::Null),
+        })),
+        Err(e) => Err(ApiError::new(422, "not_modelled", e)
+            .hint("the verifier models the OVS/P4/Mux subset of specs/targets.md; see specs/invariants.md §5")),
+    }
+}
+
+fn query_rows(shared: &Shared, body: &Json) -> Reply {
+    let text = body.get("query").and_then(Json::as_str).ok_or_else(|| {
+        ApiError::new(400, "bad_request", "`query` (a string) is required")
+            .hint("{\"query\": \"vip_dip(V, D)\"}")
+    })?;
+    let limit = body.get("limit").and_then(Json::as_u64).unwrap_or(10_000) as usize;
+    let d = lock(shared);
+    let plan = d.warm.plan().clone();
+    let pat: Pattern = pattern::parse(text, &plan).map_err(|e| {
+        let mut err = ApiError::new(400, "bad_query", e.message.clone())
+            .detail(json!({"offset": e.offset, "caret": e.render(text)}));
+        err.hint = e.hint.clone();
+        err
+    })?;
+    let rows = d.warm.query(&pat);
+    let rel = &plan.relations[pat.rel];
+    Ok(json!({
+        "relation": rel.name,
+        "columns": rel.columns.iter().map(|c| c.name.clone()).collect::<Vec<_>>(),
+        "variables": pat.variables().into_iter().map(|(n, _)| n).collect::<Vec<_>>(),
+        "count": rows.len(),
+        "truncated": rows.len() > limit,
+        "rows": rows.iter().take(limit).map(|r| row_json(r)).collect::<Vec<_>>(),
+    }))
+}

@@ -1,0 +1,140 @@
+//! The warm session and the store: a generation out of it, and back into it.
+//!
+//! Expects: a [`Warm`] without findings (for [`generation`]); a store made by
+//! `netc apply` or by the daemon (for [`recover`]). Guarantees:
+//! - [`generation`] holds the same files, facts, relation texts and artifact
+//!   bytes that `netc apply` records for the same intent (the same
+//!   renderers, in the same layout as `netc apply`'s candidate), so `netc plan`,
+//!   `netc status` and `netc history` read a daemon's generations like any
+//!   other;
+//! - [`recover`] rebuilds the session from the last committed generation's
+//!   intent texts, so a daemon killed at any point comes back with the state
+//!   the store says was applied (a generation is committed in one SQLite
+//!   transaction: wholly there or wholly absent).
+
+use super::warm::{IntentText, Warm, WarmError};
+use crate::intent;
+use crate::io::csv;
+use crate::store::{DeviceOutput, IntentFact, IntentFile, NewGeneration, Store, StoreError};
+use std::collections::BTreeSet;
+use std::path::Path;
+
+/// Why the daemon could not read or write its state.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("the stored generation {generation} does not compile any more: {source}")]
+    Stored { generation: i64, source: WarmError },
+    #[error(transparent)]
+    Warm(#[from] WarmError),
+    #[error("cannot render the artifacts: {0}")]
+    Render(#[from] netc_targets::RenderError),
+}
+
+/// The state to start from: the last generation's intent, or `initial`
+/// (the command line's files) when the store has none. Returns the session
+/// and the generation it holds (0: none).
+pub fn recover(
+    store: &Store,
+    initial: Vec<IntentText>,
+    rules: Option<&Path>,
+) -> Result<(Warm, i64), RecordError> {
+    match store.last_applied()? {
+        Some(g) => {
+            let files = store
+                .intent_files(g.id)?
+                .into_iter()
+                .map(|f| IntentText {
+                    name: f.path,
+                    text: f.text,
+                })
+                .collect();
+            let warm = Warm::start(files, rules).map_err(|source| RecordError::Stored {
+                generation: g.id,
+                source,
+            })?;
+            Ok((warm, g.id))
+        }
+        None => Ok((Warm::start(initial, rules)?, 0)),
+    }
+}
+
+/// The session's current state as a generation's contents (verdict, actor
+/// and command are left for the caller). With `previous` (the outputs of
+/// the state before a change, and the devices the change touched), only the
+/// touched devices are rendered again; the others keep their bytes, which
+/// is exact because a device's artifacts are rendered from its own rows
+/// only (`netc_targets::group_by_device`).
+pub fn generation(
+    w: &Warm,
+    previous: Option<(&[DeviceOutput], &BTreeSet<String>)>,
+) -> Result<NewGeneration, RecordError> {
+    let plan = w.plan();
+    let engine = w.engine();
+    let names: Vec<&str> = w.files().iter().map(|f| f.name.as_str()).collect();
+    let files = w
+        .files()
+        .iter()
+        .map(|f| IntentFile::new(&f.name, f.text.clone()))
+        .collect();
+    let facts = plan
+        .facts
+        .iter()
+        .zip(&plan.fact_spans)
+        .filter(|(_, s)| names.contains(&w.sources().file(s.file).name.as_str()))
+        .map(|((rel, row), span)| IntentFact {
+            relation: plan.relations[*rel].name.clone(),
+            row: row
+                .iter()
+                .map(super::warm::text)
+                .collect::<Vec<_>>()
+                .join("\t"),
+            at: w.sources().location(*span),
+        })
+        .collect();
+    let located = intent::located_outputs(plan);
+    let relations = located
+        .iter()
+        .map(|&r| {
+            (
+                plan.relations[r].name.clone(),
+                csv::render(&engine.contents(r), "\t"),
+            )
+        })
+        .collect();
+    let mut devices = netc_targets::group_by_device(plan, &located, |r| engine.contents(r));
+    let mut outputs: Vec<DeviceOutput> = Vec::new();
+    if let Some((old, touched)) = previous {
+        devices.retain(|d, _| touched.contains(d));
+        outputs.extend(old.iter().filter(|o| !touched.contains(&o.device)).cloned());
+    }
+    outputs.extend(netc_targets::render_all(&devices)?.into_iter().map(|a| {
+        let kind = a
+            .path
+            .components()
+            .next()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let device = a
+            .path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        DeviceOutput {
+            device,
+            kind,
+            path: a.path.to_string_lossy().replace('\\', "/"),
+            text: a.contents,
+            pushed: false,
+        }
+    }));
+    outputs.sort_by(|a, b| (&a.device, &a.path).cmp(&(&b.device, &b.path)));
+    Ok(NewGeneration {
+        files,
+        facts,
+        outputs,
+        relations,
+        ..NewGeneration::default()
+    })
+}
