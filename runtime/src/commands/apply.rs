@@ -90,7 +90,15 @@ fn run_inner(args: &ApplyArgs) -> Result<Outcome, Outcome> {
     s.gen.forced = args.force && refused.is_some();
     s.gen.verdict = Some(s.verdict());
     let note = String::new();
-    push_and_commit(&mut store, s, &inventory, note, args.verbose, args.json, &paint)
+    push_and_commit(
+        &mut store,
+        s,
+        &inventory,
+        note,
+        args.verbose,
+        args.json,
+        &paint,
+    )
 }
 
 /// Reads `--inventory FILE` (exit 2 at file:line:col on a mistake).
@@ -177,8 +185,7 @@ fn progress(n: usize, json: bool) -> Option<indicatif::ProgressBar> {
         return None;
     }
     let b = indicatif::ProgressBar::new(n as u64);
-    if let Ok(style) =
-        indicatif::ProgressStyle::with_template("pushing {bar:30} {pos}/{len} {msg}")
+    if let Ok(style) = indicatif::ProgressStyle::with_template("pushing {bar:30} {pos}/{len} {msg}")
     {
         b.set_style(style);
     }

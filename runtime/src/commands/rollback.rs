@@ -46,8 +46,13 @@ fn run_inner(args: &RollbackArgs) -> Result<Outcome, Outcome> {
             n if n >= 2 => history[n - 2].id,
             _ => {
                 return Err(Outcome::InputError(
-                    format!("only generation {} exists: nothing to roll back to", last.id),
-                    Some("give a generation: `netc rollback GEN` (`netc history` lists them)".into()),
+                    format!(
+                        "only generation {} exists: nothing to roll back to",
+                        last.id
+                    ),
+                    Some(
+                        "give a generation: `netc rollback GEN` (`netc history` lists them)".into(),
+                    ),
                 ))
             }
         },

@@ -24,7 +24,10 @@ impl From<StoreError> for Outcome {
 
 /// The state directory: `--state DIR` or `.netc`.
 pub fn state_dir(arg: Option<&Path>) -> PathBuf {
-    arg.map_or_else(|| PathBuf::from(crate::store::DEFAULT_DIR), Path::to_path_buf)
+    arg.map_or_else(
+        || PathBuf::from(crate::store::DEFAULT_DIR),
+        Path::to_path_buf,
+    )
 }
 
 /// The store when one exists (`None`: nothing applied yet), without creating it.
@@ -96,11 +99,8 @@ pub fn stage(gen: NewGeneration, store: Option<&Store>) -> Result<Staged, Outcom
     let changes = entries::changes(&base_outputs, &gen.outputs);
     let against = match (store, &base) {
         (Some(s), Some(b)) => {
-            let d = std::env::temp_dir().join(format!(
-                "netc-against-{}-{}",
-                std::process::id(),
-                b.id
-            ));
+            let d =
+                std::env::temp_dir().join(format!("netc-against-{}-{}", std::process::id(), b.id));
             let _ = std::fs::remove_dir_all(&d);
             s.write_artifact_dir(b.id, &d)?;
             Some(d)

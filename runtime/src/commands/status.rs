@@ -43,8 +43,9 @@ fn run_inner(state: Option<&Path>, inv: Option<&Path>, json: bool) -> Result<Out
     };
     let inventory = match inv {
         Some(p) => apply::load_inventory(p)?,
-        None => Inventory::parse(&last.inventory, "recorded inventory", Path::new("/"))
-            .map_err(|e| Outcome::InputError(e.to_string(), Some("pass --inventory FILE".into())))?,
+        None => Inventory::parse(&last.inventory, "recorded inventory", Path::new("/")).map_err(
+            |e| Outcome::InputError(e.to_string(), Some("pass --inventory FILE".into())),
+        )?,
     };
     let outputs = store.device_outputs(last.id)?;
     let mut devices = Vec::new();
@@ -99,18 +100,18 @@ fn run_inner(state: Option<&Path>, inv: Option<&Path>, json: bool) -> Result<Out
                 utc_text(j.started)
             );
         }
-        let width = devices.iter().map(|(t, ..)| t.device.len()).max().unwrap_or(0);
+        let width = devices
+            .iter()
+            .map(|(t, ..)| t.device.len())
+            .max()
+            .unwrap_or(0);
         for (t, st, d) in &devices {
             let shown = match *st {
                 "in-sync" => paint.green(st),
                 "unchecked" => st.to_string(),
                 _ => paint.red(st),
             };
-            println!(
-                "  {:<width$}  {:<6} {shown} {d}",
-                t.device,
-                t.route.kind()
-            );
+            println!("  {:<width$}  {:<6} {shown} {d}", t.device, t.route.kind());
         }
     }
     Ok(if trouble {

@@ -119,7 +119,11 @@ mod tests {
     fn flows_and_p4_blocks_are_counted_per_device() {
         let old = vec![
             out("h1", "ovs/h1.flows", "a\nb\n"),
-            out("tor1", "p4/tor1.txtpb", "updates {\n  type: INSERT\n}\nupdates {\n  x: 1\n}\n"),
+            out(
+                "tor1",
+                "p4/tor1.txtpb",
+                "updates {\n  type: INSERT\n}\nupdates {\n  x: 1\n}\n",
+            ),
         ];
         let new = vec![
             out("h1", "ovs/h1.flows", "b\nc\nd\n"),

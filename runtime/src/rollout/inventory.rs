@@ -211,7 +211,10 @@ impl Inventory {
                     message: format!(
                         "host `{device}` is under both [ovs] and [agent]: two writers of one bridge"
                     ),
-                    hint: Some("list it under [agent] when its agent keeps the bridge, else under [ovs]".into()),
+                    hint: Some(
+                        "list it under [agent] when its agent keeps the bridge, else under [ovs]"
+                            .into(),
+                    ),
                 });
             }
             if bridge.get_ref().trim().is_empty() {
@@ -294,7 +297,9 @@ impl Inventory {
         let mut agent = String::new();
         for t in &self.targets {
             match &t.route {
-                Route::Ovs { bridge } => ovs.push_str(&format!("{} = {}\n", q(&t.device), q(bridge))),
+                Route::Ovs { bridge } => {
+                    ovs.push_str(&format!("{} = {}\n", q(&t.device), q(bridge)))
+                }
                 Route::Agent { dir } => {
                     agent.push_str(&format!("{} = {}\n", q(&t.device), q(&absolute(dir))))
                 }

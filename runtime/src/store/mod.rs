@@ -557,8 +557,15 @@ impl Store {
                 .prepare("INSERT INTO device_output (gen, device, kind, path, text, pushed) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")
                 .map_err(&sql)?;
             for o in &g.outputs {
-                st.execute(params![id, o.device, o.kind, o.path, o.text, o.pushed as i64])
-                    .map_err(&sql)?;
+                st.execute(params![
+                    id,
+                    o.device,
+                    o.kind,
+                    o.path,
+                    o.text,
+                    o.pushed as i64
+                ])
+                .map_err(&sql)?;
             }
             let mut st = tx
                 .prepare("INSERT INTO relation_file (gen, name, text) VALUES (?1, ?2, ?3)")
@@ -583,11 +590,18 @@ impl Store {
         if ic != "ok" {
             problems.push(format!("integrity_check: {ic}"));
         }
-        for t in ["intent_file", "intent_fact", "device_output", "relation_file"] {
+        for t in [
+            "intent_file",
+            "intent_fact",
+            "device_output",
+            "relation_file",
+        ] {
             let n: i64 = self
                 .conn
                 .query_row(
-                    &format!("SELECT count(*) FROM {t} WHERE gen NOT IN (SELECT id FROM generation)"),
+                    &format!(
+                        "SELECT count(*) FROM {t} WHERE gen NOT IN (SELECT id FROM generation)"
+                    ),
                     [],
                     |r| r.get(0),
                 )

@@ -139,7 +139,8 @@ fn garbage_foreign_and_newer_files_are_refused_untouched() {
     std::fs::remove_file(&db).unwrap();
     {
         let c = Connection::open(&db).unwrap();
-        c.execute_batch("CREATE TABLE photos (id INTEGER);").unwrap();
+        c.execute_batch("CREATE TABLE photos (id INTEGER);")
+            .unwrap();
     }
     let e = Store::open(&dir).err().unwrap();
     assert!(matches!(e, StoreError::Foreign { found: 0, .. }), "{e}");
