@@ -1,0 +1,266 @@
+"""`netc serve`: a real daemon process on 127.0.0.1 (ephemeral port), over HTTP.
+
+What is asserted:
+  * every endpoint refuses a request without the token or with a wrong one
+    (401, JSON error), and the generated token file is mode 0600;
+  * query/plan/apply/status answer; plan changes nothing;
+  * a change through the warm daemon commits incrementally (the daemon's
+    `full_evaluations` counter stays 1) and its per-device deltas name
+    exactly the devices whose rows differ between two from-scratch
+    `netc compile` runs of the old and new intent;
+  * the deltas stream (long-poll) delivers the change to a waiting consumer;
+  * bad intent is refused (422) and leaves the state as it was;
+  * after kill -9 the daemon restarts from the store with the same state.
+Every daemon is stopped by its pid.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+QUICKSTART = REPO / "examples" / "quickstart" / "intent.ndl"
+NEW_VM = (
+    '\nvm("acme", "db2", 02:00:00:00:01:04, 10.1.2.22, "h2").\n'
+    'vm_port("h2", "acme", "db2", 11).\n'
+)
+
+
+class Daemon:
+    def __init__(self, netc: str, state: Path, *intent: Path):
+        self.state = state
+        self.log = state.parent / f"serve-{time.monotonic_ns()}.log"
+        self.proc = subprocess.Popen(
+            [netc, "serve", "--listen", "127.0.0.1:0", "--state", str(state), *map(str, intent)],
+            stdout=subprocess.DEVNULL,
+            stderr=open(self.log, "w"),
+        )
+        deadline = time.monotonic() + 90
+        self.url = None
+        while time.monotonic() < deadline and self.url is None:
+            m = re.search(r"listening on (http://[0-9.:]+)", self.log.read_text())
+            if m:
+                self.url = m.group(1)
+                break
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        if self.url is None:
+            self.stop()
+            pytest.fail(f"netc serve did not start:\n{self.log.read_text()}")
+        self.token = (state / "serve.token").read_text().strip()
+
+    def call(self, method: str, path: str, body=None, token: str | None = "default", timeout=120):
+        req = urllib.request.Request(self.url + path, method=method)
+        if token == "default":
+            token = self.token
+        if token is not None:
+            req.add_header("Authorization", f"Bearer {token}")
+        data = None if body is None else json.dumps(body).encode()
+        try:
+            with urllib.request.urlopen(req, data=data, timeout=timeout) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read())
+
+    def kill9(self):
+        os.kill(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(timeout=30)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.kill(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=30)
+
+
+@pytest.fixture
+def daemon(netc_bin, tmp_path):
+    started: list[Daemon] = []
+
+    def start(*intent: Path, state: Path | None = None) -> Daemon:
+        d = Daemon(netc_bin, state or tmp_path / "state", *intent)
+        started.append(d)
+        return d
+
+    yield start
+    for d in started:
+        d.stop()
+
+
+def located_rows(netc_bin: str, intent: Path, out: Path) -> dict[str, set]:
+    """Device -> set of (relation, row) from a from-scratch `netc compile`."""
+    subprocess.run([netc_bin, "compile", str(intent), "--out", str(out)], check=True, capture_output=True)
+    by: dict[str, set] = {}
+    for f in (out / "relations").glob("*.csv"):
+        with open(f) as fh:
+            for row in csv.reader(fh, delimiter="\t"):
+                if row:
+                    by.setdefault(row[0], set()).add((f.stem, tuple(row)))
+    return by
+
+
+def test_auth_is_required_on_every_endpoint(daemon):
+    d = daemon(QUICKSTART)
+    mode = stat.S_IMODE((d.state / "serve.token").stat().st_mode)
+    assert mode == 0o600
+    for method, path, body in [
+        ("GET", "/v1/status", None),
+        ("GET", "/v1/deltas?since=0&wait=0", None),
+        ("POST", "/v1/query", {"query": "vm(T, N, _, _, H)"}),
+        ("POST", "/v1/plan", {}),
+        ("POST", "/v1/apply", {"paths": [str(QUICKSTART)]}),
+        ("POST", "/v1/verify", {}),
+    ]:
+        for token in (None, "not-the-token", d.token + "x"):
+            status, reply = d.call(method, path, body, token=token)
+            assert status == 401, (method, path, token)
+            assert reply["error"]["code"] == "unauthorized"
+    status, reply = d.call("GET", "/v1/status")
+    assert status == 200 and reply["generation"] == 0
+
+
+def test_query_patterns_and_errors(daemon):
+    d = daemon(QUICKSTART)
+    status, reply = d.call("POST", "/v1/query", {"query": 'vm(T, N, _, _, "h1")'})
+    assert status == 200
+    assert reply["variables"] == ["T", "N"]
+    assert sorted(r[:2] for r in reply["rows"]) == [["acme", "web1"], ["globex", "app1"]]
+    status, reply = d.call("POST", "/v1/query", {"query": "vm(T, N, _, 300.1.1.1, H)"})
+    assert status == 400 and reply["error"]["code"] == "bad_query"
+    assert reply["error"]["detail"]["offset"] == len("vm(T, N, _, ")
+    status, reply = d.call("POST", "/v1/nothing", {})
+    assert status == 404 and reply["error"]["code"] == "not_found"
+
+
+def test_oversized_body_is_refused_before_reading(daemon):
+    d = daemon(QUICKSTART)
+    host, port = d.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=30) as s:
+        s.sendall(
+            (
+                f"POST /v1/apply HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {d.token}\r\n"
+                "Content-Type: application/json\r\nContent-Length: 999999999\r\n\r\n{"
+            ).encode()
+        )
+        answer = s.recv(65536).decode(errors="replace")
+    assert answer.startswith("HTTP/1.1 413"), answer[:200]
+    assert '"too_large"' in answer
+
+
+def test_warm_change_deltas_match_from_scratch_and_do_not_recompile(daemon, netc_bin, tmp_path):
+    intent = tmp_path / "intent.ndl"
+    shutil.copy(QUICKSTART, intent)
+    d = daemon(intent)
+    status, reply = d.call("POST", "/v1/apply", {"paths": [str(intent)], "verify": True})
+    assert status == 200, reply
+    assert reply["generation"] == 1 and reply["verdict"] == "proven"
+
+    # a consumer waits on the stream before the change
+    got: dict = {}
+
+    def consume():
+        got["reply"] = d.call("GET", "/v1/deltas?since=0&wait=60")
+
+    t = threading.Thread(target=consume)
+    t.start()
+    time.sleep(0.5)
+
+    before = located_rows(netc_bin, intent, tmp_path / "before")
+    intent.write_text(intent.read_text() + NEW_VM)
+    after = located_rows(netc_bin, intent, tmp_path / "after")
+    touched = {dev for dev in set(before) | set(after) if before.get(dev) != after.get(dev)}
+    assert touched and touched != set(before) | set(after), "the change must touch some devices, not all"
+
+    # plan first: reports the change, applies nothing
+    status, plan = d.call("POST", "/v1/plan", {"paths": [str(intent)], "verify": False})
+    assert status == 200, plan
+    assert {x["device"] for x in plan["change"]["devices"]} == touched
+    status, q = d.call("POST", "/v1/query", {"query": 'vm("acme", "db2", _, _, H)'})
+    assert q["count"] == 0, "plan must not apply"
+
+    status, reply = d.call("POST", "/v1/apply", {"paths": [str(intent)], "verify": False})
+    assert status == 200, reply
+    assert reply["generation"] == 2
+    assert {x["device"] for x in reply["change"]["devices"]} == touched
+    assert set(reply["changes"]) <= touched
+
+    status, st = d.call("GET", "/v1/status")
+    assert st["counters"]["full_evaluations"] == 1, st["counters"]
+    assert st["counters"]["warm_changes"] == 2
+    assert st["counters"]["last_input_changes"] == 2  # the two new facts, nothing else
+
+    t.join(timeout=90)
+    assert not t.is_alive()
+    status, stream = got["reply"]
+    assert status == 200
+    streamed = stream["deltas"]
+    assert streamed and {e["device"] for e in streamed} == touched
+    assert all(e["generation"] == 2 for e in streamed)
+    assert [e["seq"] for e in streamed] == list(range(1, len(streamed) + 1))
+    # each streamed row is exactly a row of the from-scratch difference
+    for e in streamed:
+        dev = e["device"]
+        added = {(a["relation"], tuple(a["row"])) for a in e["added"]}
+        removed = {(a["relation"], tuple(a["row"])) for a in e["removed"]}
+        assert added == after.get(dev, set()) - before.get(dev, set())
+        assert removed == before.get(dev, set()) - after.get(dev, set())
+    status, later = d.call("GET", f"/v1/deltas?since={stream['next']}&wait=0")
+    assert status == 200 and later["deltas"] == []
+
+
+def test_bad_intent_is_refused_and_changes_nothing(daemon, tmp_path):
+    intent = tmp_path / "intent.ndl"
+    shutil.copy(QUICKSTART, intent)
+    d = daemon(intent)
+    assert d.call("POST", "/v1/apply", {"paths": [str(intent)], "verify": False})[0] == 200
+    bad = tmp_path / "bad.ndl"
+    bad.write_text(QUICKSTART.read_text() + '\nvm("acme", "ghost", 02:00:00:00:09:09, 10.1.1.99, "h99").\n')
+    status, reply = d.call("POST", "/v1/apply", {"paths": [str(bad)], "verify": False})
+    assert status == 422 and reply["error"]["code"] == "bad_intent"
+    assert reply["error"]["detail"]["findings"]
+    status, st = d.call("GET", "/v1/status")
+    assert st["generation"] == 1 and st["findings"] == 0
+    syntax = tmp_path / "syntax.ndl"
+    syntax.write_text('vm("acme", "x"\n')
+    status, reply = d.call("POST", "/v1/apply", {"files": [{"name": "syntax.ndl", "text": syntax.read_text()}]})
+    assert status == 422 and reply["error"]["code"] == "program_errors"
+    assert "syntax.ndl:" in reply["error"]["detail"]["diagnostics"]
+    status, reply = d.call("POST", "/v1/apply", {"files": "nope"})
+    assert status == 400 and reply["error"]["code"] == "bad_request"
+
+
+def test_kill9_then_restart_recovers_the_committed_state(daemon, tmp_path):
+    intent = tmp_path / "intent.ndl"
+    intent.write_text(QUICKSTART.read_text() + NEW_VM)
+    state = tmp_path / "state"
+    d = daemon(QUICKSTART, state=state)
+    status, reply = d.call("POST", "/v1/apply", {"paths": [str(intent)], "verify": False})
+    assert status == 200 and reply["generation"] == 1
+    _, q_before = d.call("POST", "/v1/query", {"query": "ovs_flow(D, T, P, M, A, C)"})
+    d.kill9()
+    d2 = daemon(state=state)  # no intent on the command line: only the store
+    status, st = d2.call("GET", "/v1/status")
+    assert st["generation"] == 1
+    assert st["files"] == [str(intent)]
+    _, q_after = d2.call("POST", "/v1/query", {"query": "ovs_flow(D, T, P, M, A, C)"})
+    assert q_after["rows"] == q_before["rows"] and q_after["count"] > 0
+    _, db2 = d2.call("POST", "/v1/query", {"query": 'vm("acme", "db2", _, _, H)'})
+    assert db2["rows"] == [["acme", "db2", "02:00:00:00:01:04", "10.1.2.22", "h2"]]
