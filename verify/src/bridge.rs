@@ -17,7 +17,7 @@ use crate::ofctl::{self, Action, Constraint, Nat, OfctlError};
 use crate::space::{Field, Space};
 use biodivine_lib_bdd::Bdd;
 use std::cell::RefCell;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::rc::Rc;
 
 /// The value of a field on a path, relative to the packet as sent.
@@ -120,6 +120,37 @@ pub struct Bridge {
     tables: BTreeMap<u8, Vec<u32>>,
     keys: BTreeMap<u8, Vec<Field>>,
     cache: RefCell<HashMap<TableKey, Rc<Vec<Applicable>>>>,
+    /// When set, what runs read is noted here ([`Bridge::record`]).
+    reads: RefCell<Option<Reads>>,
+}
+
+/// What runs of a bridge read: each table with the values of the fields
+/// its flows match (a flow that cannot match those values never mattered),
+/// and each group executed. `incremental.rs` compares changed flows with it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Reads {
+    pub tables: BTreeSet<(u8, Vec<(Field, Val)>)>,
+    pub groups: BTreeSet<u32>,
+}
+
+impl Reads {
+    /// Whether a flow of `table` with these constraints could have been
+    /// applicable to one of the runs: no constraint contradicts a constant.
+    pub fn may_match(&self, table: u8, matches: &[Constraint]) -> bool {
+        self.tables.iter().any(|(t, key)| {
+            *t == table
+                && matches.iter().all(|c| {
+                    key.iter().all(|(f, v)| {
+                        *f != c.field
+                            || !matches!(v, Val::Const(x) if (x & c.mask) != (c.value & c.mask))
+                    })
+                })
+        })
+    }
+    pub fn merge(&mut self, other: Reads) {
+        self.tables.extend(other.tables);
+        self.groups.extend(other.groups);
+    }
 }
 
 #[derive(Debug, Clone, thiserror::Error)]
@@ -194,7 +225,18 @@ impl Bridge {
             tables,
             keys,
             cache: RefCell::new(HashMap::new()),
+            reads: RefCell::new(None),
         })
+    }
+
+    /// Starts noting what runs read (until [`Bridge::recorded`]).
+    pub fn record(&self) {
+        *self.reads.borrow_mut() = Some(Reads::default());
+    }
+
+    /// What runs read since [`Bridge::record`]; stops noting.
+    pub fn recorded(&self) -> Reads {
+        self.reads.borrow_mut().take().unwrap_or_default()
     }
 
     /// The flows of `table` that may match `pkt`, each with the union of
@@ -210,6 +252,11 @@ impl Bridge {
             .flatten()
             .map(|f| pkt.read(*f))
             .collect();
+        if let Some(r) = self.reads.borrow_mut().as_mut() {
+            let fields = self.keys.get(&table).into_iter().flatten().copied();
+            r.tables
+                .insert((table, fields.zip(key.iter().copied()).collect()));
+        }
         if let Some(hit) = self.cache.borrow().get(&(table, key.clone())) {
             return hit.clone();
         }
@@ -416,7 +463,14 @@ impl Bridge {
                         2 => End::Uplink,
                         // OpenFlow never sends a packet back out of its
                         // in_port with output:P (only with IN_PORT).
-                        p if pkt.read(Field::InPort) == Val::Const(u128::from(*p)) => continue,
+                        p if pkt.read(Field::InPort) == Val::Const(u128::from(*p)) => {
+                            // kept (as a drop) so a path shows the flows it matched
+                            if keep_drops {
+                                let why = "output to its own in_port: OpenFlow skips it".into();
+                                out.push(self.end(pkt.clone(), path, End::Drop { why }));
+                            }
+                            continue;
+                        }
                         p => End::Deliver { port: *p },
                     };
                     out.push(self.end(pkt.clone(), path, end));
@@ -444,6 +498,9 @@ impl Bridge {
                 }
                 Action::Group(g) => {
                     emitted = true;
+                    if let Some(r) = self.reads.borrow_mut().as_mut() {
+                        r.groups.insert(*g);
+                    }
                     match self.groups.get(g) {
                         None => out.push(self.end(
                             pkt.clone(),

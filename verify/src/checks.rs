@@ -16,15 +16,22 @@
 //!
 //! Each violation carries the set of offending packets; `report.rs` turns
 //! it into a concrete counterexample.
+//!
+//! The unit of work is one sending VM ([`check_vm`]): its results depend
+//! only on the parts of the network its traces read (its [`Footprint`]) and
+//! on its tenant's policy, which is what lets `incremental.rs` re-check
+//! only the VMs a change can affect.
 
 use crate::bridge::{End, Val};
-use crate::network::Network;
+use crate::network::{Footprint, Network};
 use crate::policy::{Acl, Policy, Vm};
 use crate::space::{Field, Space, ETH_ARP, ETH_IP};
 use biodivine_lib_bdd::Bdd;
-use std::collections::BTreeMap;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
 
 /// One violation, before it becomes a counterexample.
+#[derive(Clone)]
 pub struct Violation {
     pub invariant: &'static str,
     pub summary: String,
@@ -100,195 +107,252 @@ pub fn acl_allowed(space: &Space, acls: &[Acl], default_allow: bool) -> Bdd {
     allowed
 }
 
+/// What the per-VM checks share: lookups by port and tenant, the multicast
+/// and IPv4 sets, each tenant's ACL set (built once, on first use).
+pub struct Shared<'p> {
+    by_port: HashMap<(&'p str, u32), usize>,
+    by_tenant: HashMap<&'p str, Vec<usize>>,
+    multicast: Bdd,
+    ip: Bdd,
+    acl: RefCell<HashMap<&'p str, Bdd>>,
+}
+
+impl<'p> Shared<'p> {
+    pub fn new(space: &Space, policy: &'p Policy) -> Shared<'p> {
+        let mut by_port = HashMap::new();
+        let mut by_tenant: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (i, v) in policy.vms.iter().enumerate() {
+            // the first VM at a port owns it, as `Policy::vm_at` says
+            by_port.entry((v.host.as_str(), v.port)).or_insert(i);
+            by_tenant.entry(v.tenant.as_str()).or_default().push(i);
+        }
+        Shared {
+            by_port,
+            by_tenant,
+            multicast: space
+                .field_eq(Field::DlType, ETH_IP, 0xffff)
+                .and(&space.field_eq(Field::NwDst, 0xe000_0000, 0xf000_0000)),
+            ip: space.field_eq(Field::DlType, ETH_IP, 0xffff),
+            acl: RefCell::new(HashMap::new()),
+        }
+    }
+
+    fn acl(&self, space: &Space, policy: &'p Policy, tenant: &'p str) -> Bdd {
+        self.acl
+            .borrow_mut()
+            .entry(tenant)
+            .or_insert_with(|| {
+                acl_allowed(
+                    space,
+                    policy.acls.get(tenant).map(Vec::as_slice).unwrap_or(&[]),
+                    *policy.acl_default.get(tenant).unwrap_or(&true),
+                )
+            })
+            .clone()
+    }
+}
+
+/// Everything the path invariants found for one sending VM, and what of
+/// the network its traces read.
+#[derive(Clone)]
+pub struct VmChecked {
+    /// Every violation (uncapped), in the order they were found.
+    pub violations: Vec<Violation>,
+    pub outcomes: usize,
+    pub pairs: usize,
+    pub footprint: Footprint,
+}
+
 /// Runs every path invariant.
 pub fn run(net: &Network, policy: &Policy, limit: usize) -> PathResults {
-    let space = &net.space;
+    let shared = Shared::new(&net.space, policy);
     let mut res = PathResults::default();
-    let multicast = space
-        .field_eq(Field::DlType, ETH_IP, 0xffff)
-        .and(&space.field_eq(Field::NwDst, 0xe000_0000, 0xf000_0000));
-    let ip = space.field_eq(Field::DlType, ETH_IP, 0xffff);
-    let mut acl_cache: BTreeMap<&str, Bdd> = BTreeMap::new();
-    for (ai, a) in policy.vms.iter().enumerate() {
-        let outs = net.trace(a, space.all(), false);
-        res.outcomes += outs.len();
-        let ok_src = legit(space, a);
-        let mut spoof = space.none();
-        let mut delivered: BTreeMap<usize, Bdd> = BTreeMap::new();
-        for o in &outs {
-            if matches!(o.end, End::Drop { .. }) {
-                continue;
-            }
-            spoof = spoof.or(&o.pkt.set.and_not(&ok_src));
-            let End::Deliver { port } = o.end else {
-                continue;
-            };
-            let dev = &net.bridges[o.device as usize].name;
-            let target = policy
-                .vms
-                .iter()
-                .position(|v| &v.host == dev && v.port == port);
-            let Some(bi) = target else {
-                if !(dev == &a.host && port == a.port) {
-                    res.add(
-                        limit,
-                        Violation {
-                            invariant: "ISO-1",
-                            summary: format!(
-                            "{}/{} reaches port {port} of {dev}, which no VM of the intent owns",
-                            a.tenant, a.name
-                        ),
-                            from: ai,
-                            set: o.pkt.set.clone(),
-                            to: None,
-                        },
-                    );
-                }
-                continue;
-            };
-            let b = &policy.vms[bi];
-            let mc = o.pkt.set.and(&multicast);
-            if b.tenant != a.tenant && !net.exposed(&o.path, policy, &a.tenant, &b.tenant, &b.name)
-            {
-                let (inv, set) = if mc.is_false() {
-                    ("ISO-1", o.pkt.set.clone())
-                } else {
-                    ("ISO-2", mc)
-                };
-                res.add(
-                    limit,
-                    Violation {
-                        invariant: inv,
-                        summary: format!(
-                            "{}/{} (tenant {}) reaches {}/{} (tenant {})",
-                            a.tenant, a.name, a.tenant, b.tenant, b.name, b.tenant
-                        ),
-                        from: ai,
-                        set,
-                        to: Some(bi),
-                    },
-                );
-                continue;
-            }
-            if b.tenant != a.tenant {
-                continue;
-            }
-            if !mc.is_false() {
-                let mut member_of = space.none();
-                for ((t, g), members) in &policy.mcast {
-                    if t == &a.tenant && members.contains(&b.name) {
-                        member_of = member_of.or(&space.field_eq(
-                            Field::NwDst,
-                            u128::from(*g),
-                            0xffff_ffff,
-                        ));
-                    }
-                }
-                let bad = mc.and_not(&member_of);
-                if !bad.is_false() && bi != ai {
-                    res.add(limit, Violation {
-                        invariant: "ISO-2",
-                        summary: format!(
-                            "a multicast packet of {}/{} reaches {}/{}, not an accepted member of that group",
-                            a.tenant, a.name, b.tenant, b.name
-                        ),
-                        from: ai,
-                        set: bad,
-                        to: Some(bi),
-                    });
-                }
-            }
-            let rewritten = |f| {
-                matches!(o.pkt.read(f), Val::Const(_) | Val::Unknown) && o.pkt.over.contains_key(&f)
-            };
-            if !rewritten(Field::NwSrc) && !rewritten(Field::NwDst) {
-                let d = o.pkt.set.and(&ip).and(&space.field_eq(
-                    Field::NwDst,
-                    u128::from(b.ip),
-                    0xffff_ffff,
-                ));
-                let e = delivered.entry(bi).or_insert_with(|| space.none());
-                *e = e.or(&d);
-            }
+    for ai in 0..policy.vms.len() {
+        res.merge(check_vm(net, policy, &shared, ai), limit);
+    }
+    res
+}
+
+impl PathResults {
+    /// Adds one VM's results (the order of VMs decides which violations are kept).
+    pub fn merge(&mut self, c: VmChecked, limit: usize) {
+        self.outcomes += c.outcomes;
+        self.pairs_checked += c.pairs;
+        for v in c.violations {
+            self.add(limit, v);
         }
-        if !spoof.is_false() {
-            res.add(
-                limit,
-                Violation {
-                    invariant: "ISO-3",
+    }
+}
+
+/// The path invariants for the packets VM `ai` sends.
+pub fn check_vm<'p>(
+    net: &Network,
+    policy: &'p Policy,
+    shared: &Shared<'p>,
+    ai: usize,
+) -> VmChecked {
+    let space = &net.space;
+    let a = &policy.vms[ai];
+    let mut fp = Footprint::default();
+    let outs = net.trace_reading(a, space.all(), false, &mut fp);
+    let mut res = VmChecked {
+        violations: Vec::new(),
+        outcomes: outs.len(),
+        pairs: 0,
+        footprint: Footprint::default(),
+    };
+    let (multicast, ip) = (&shared.multicast, &shared.ip);
+    let ok_src = legit(space, a);
+    let mut spoof = space.none();
+    let mut delivered: BTreeMap<usize, Bdd> = BTreeMap::new();
+    for o in &outs {
+        if matches!(o.end, End::Drop { .. }) {
+            continue;
+        }
+        spoof = spoof.or(&o.pkt.set.and_not(&ok_src));
+        let End::Deliver { port } = o.end else {
+            continue;
+        };
+        let dev = &net.bridges[o.device as usize].name;
+        let target = shared.by_port.get(&(dev.as_str(), port)).copied();
+        let Some(bi) = target else {
+            if !(dev == &a.host && port == a.port) {
+                res.violations.push(Violation {
+                    invariant: "ISO-1",
                     summary: format!(
-                        "{}/{} can send packets with a source address that is not its own",
+                        "{}/{} reaches port {port} of {dev}, which no VM of the intent owns",
                         a.tenant, a.name
                     ),
                     from: ai,
-                    set: spoof,
+                    set: o.pkt.set.clone(),
                     to: None,
-                },
-            );
-        }
-        if !policy.from_intent {
-            continue;
-        }
-        let Some(vnet) = policy.vnet_of(&a.tenant, a.ip) else {
+                });
+            }
             continue;
         };
-        let acl = acl_cache.entry(a.tenant.as_str()).or_insert_with(|| {
-            acl_allowed(
-                space,
-                policy.acls.get(&a.tenant).map(Vec::as_slice).unwrap_or(&[]),
-                *policy.acl_default.get(&a.tenant).unwrap_or(&true),
-            )
-        });
-        let mut from_a = ok_src.and(&ip);
-        for (t, vm, proto, port) in &policy.dsr {
-            if t == &a.tenant && vm == &a.name {
-                let reply = space
-                    .field_eq(Field::NwProto, u128::from(*proto), 0xff)
-                    .and(&space.field_eq(Field::TpSrc, u128::from(*port), 0xffff));
-                from_a = from_a.and_not(&reply);
+        let b = &policy.vms[bi];
+        let mc = o.pkt.set.and(multicast);
+        if b.tenant != a.tenant && !net.exposed(&o.path, policy, &a.tenant, &b.tenant, &b.name) {
+            let (inv, set) = if mc.is_false() {
+                ("ISO-1", o.pkt.set.clone())
+            } else {
+                ("ISO-2", mc)
+            };
+            res.violations.push(Violation {
+                invariant: inv,
+                summary: format!(
+                    "{}/{} (tenant {}) reaches {}/{} (tenant {})",
+                    a.tenant, a.name, a.tenant, b.tenant, b.name, b.tenant
+                ),
+                from: ai,
+                set,
+                to: Some(bi),
+            });
+            continue;
+        }
+        if b.tenant != a.tenant {
+            continue;
+        }
+        if !mc.is_false() {
+            let mut member_of = space.none();
+            for ((t, g), members) in &policy.mcast {
+                if t == &a.tenant && members.contains(&b.name) {
+                    member_of =
+                        member_of.or(&space.field_eq(Field::NwDst, u128::from(*g), 0xffff_ffff));
+                }
+            }
+            let bad = mc.and_not(&member_of);
+            if !bad.is_false() && bi != ai {
+                res.violations.push(Violation {
+                    invariant: "ISO-2",
+                    summary: format!(
+                        "a multicast packet of {}/{} reaches {}/{}, not an accepted member of that group",
+                        a.tenant, a.name, b.tenant, b.name
+                    ),
+                    from: ai,
+                    set: bad,
+                    to: Some(bi),
+                });
             }
         }
-        for (bi, b) in policy.vms.iter().enumerate() {
-            if bi == ai || b.tenant != a.tenant || policy.vnet_of(&b.tenant, b.ip) != Some(vnet) {
-                continue;
-            }
-            res.pairs_checked += 1;
-            let to_b = from_a.and(&space.field_eq(Field::NwDst, u128::from(b.ip), 0xffff_ffff));
-            let allowed = to_b.and(acl);
-            let none = space.none();
-            let d = delivered.get(&bi).unwrap_or(&none).and(&to_b);
-            let lost = allowed.and_not(&d);
-            if !lost.is_false() {
-                res.add(
-                    limit,
-                    Violation {
-                        invariant: "REACH-1",
-                        summary: format!(
-                            "{}/{} → {}/{}: packets the ACLs allow are not delivered",
-                            a.tenant, a.name, b.tenant, b.name
-                        ),
-                        from: ai,
-                        set: lost,
-                        to: Some(bi),
-                    },
-                );
-            }
-            let extra = d.and_not(&allowed);
-            if !extra.is_false() {
-                res.add(
-                    limit,
-                    Violation {
-                        invariant: "ACL-1",
-                        summary: format!(
-                            "{}/{} → {}/{}: packets the ACLs deny are delivered",
-                            a.tenant, a.name, b.tenant, b.name
-                        ),
-                        from: ai,
-                        set: extra,
-                        to: Some(bi),
-                    },
-                );
-            }
+        let rewritten = |f| {
+            matches!(o.pkt.read(f), Val::Const(_) | Val::Unknown) && o.pkt.over.contains_key(&f)
+        };
+        if !rewritten(Field::NwSrc) && !rewritten(Field::NwDst) {
+            let d =
+                o.pkt
+                    .set
+                    .and(ip)
+                    .and(&space.field_eq(Field::NwDst, u128::from(b.ip), 0xffff_ffff));
+            let e = delivered.entry(bi).or_insert_with(|| space.none());
+            *e = e.or(&d);
+        }
+    }
+    if !spoof.is_false() {
+        res.violations.push(Violation {
+            invariant: "ISO-3",
+            summary: format!(
+                "{}/{} can send packets with a source address that is not its own",
+                a.tenant, a.name
+            ),
+            from: ai,
+            set: spoof,
+            to: None,
+        });
+    }
+    res.footprint = fp;
+    if !policy.from_intent {
+        return res;
+    }
+    let Some(vnet) = policy.vnet_of(&a.tenant, a.ip) else {
+        return res;
+    };
+    let acl = shared.acl(space, policy, a.tenant.as_str());
+    let mut from_a = ok_src.and(ip);
+    for (t, vm, proto, port) in &policy.dsr {
+        if t == &a.tenant && vm == &a.name {
+            let reply = space
+                .field_eq(Field::NwProto, u128::from(*proto), 0xff)
+                .and(&space.field_eq(Field::TpSrc, u128::from(*port), 0xffff));
+            from_a = from_a.and_not(&reply);
+        }
+    }
+    let peers = shared.by_tenant.get(a.tenant.as_str());
+    for &bi in peers.into_iter().flatten() {
+        let b = &policy.vms[bi];
+        if bi == ai || policy.vnet_of(&b.tenant, b.ip) != Some(vnet) {
+            continue;
+        }
+        res.pairs += 1;
+        let to_b = from_a.and(&space.field_eq(Field::NwDst, u128::from(b.ip), 0xffff_ffff));
+        let allowed = to_b.and(&acl);
+        let none = space.none();
+        let d = delivered.get(&bi).unwrap_or(&none).and(&to_b);
+        let lost = allowed.and_not(&d);
+        if !lost.is_false() {
+            res.violations.push(Violation {
+                invariant: "REACH-1",
+                summary: format!(
+                    "{}/{} → {}/{}: packets the ACLs allow are not delivered",
+                    a.tenant, a.name, b.tenant, b.name
+                ),
+                from: ai,
+                set: lost,
+                to: Some(bi),
+            });
+        }
+        let extra = d.and_not(&allowed);
+        if !extra.is_false() {
+            res.violations.push(Violation {
+                invariant: "ACL-1",
+                summary: format!(
+                    "{}/{} → {}/{}: packets the ACLs deny are delivered",
+                    a.tenant, a.name, b.tenant, b.name
+                ),
+                from: ai,
+                set: extra,
+                to: Some(bi),
+            });
         }
     }
     res

@@ -32,10 +32,12 @@ pub mod artifacts;
 pub mod p4;
 pub mod bridge;
 pub mod checks;
+pub mod incremental;
 pub mod network;
 pub mod nf;
 pub mod ofctl;
 pub mod packet;
+pub mod plan;
 pub mod policy;
 pub mod predict;
 pub mod report;
@@ -94,12 +96,52 @@ pub fn verify(input: &Input) -> Result<Report, VerifyError> {
     let t0 = std::time::Instant::now();
     let net = Network::build(input.artifacts, input.policy)?;
     let res = checks::run(&net, input.policy, input.limit);
+    let found = TableFindings::check(&net, input);
+    Ok(assemble(&net, input, &res, found, t0))
+}
+
+/// What the checks on tables (not on paths) found, uncapped.
+#[derive(Clone, Default)]
+pub struct TableFindings {
+    pub aff1: Vec<Counterexample>,
+    pub aff3: Vec<Counterexample>,
+    pub aff4: Vec<Counterexample>,
+    pub cap1: Vec<Counterexample>,
+    /// AFF-2 against the previous generation: counterexamples and notes.
+    pub aff2: Option<(Vec<Counterexample>, Vec<String>)>,
+    /// PLAN-1 (Duet moves) against the previous generation: counterexamples, VIPs moved.
+    pub plan1: Option<(Vec<Counterexample>, usize)>,
+}
+
+impl TableFindings {
+    pub fn check(net: &Network, input: &Input) -> TableFindings {
+        TableFindings {
+            aff1: tables::aff1(input.artifacts, input.policy),
+            aff3: nf::aff3(net, input.policy, input.limit),
+            aff4: tables::aff4(input.artifacts, input.policy),
+            cap1: tables::cap1(input.artifacts, input.policy),
+            aff2: input.against.map(|old| tables::aff2(old, input.artifacts)),
+            plan1: input
+                .against
+                .map(|old| plan::duet_moves(old, input.artifacts)),
+        }
+    }
+}
+
+/// The report: the path results, the table checks, a verdict per invariant.
+pub(crate) fn assemble(
+    net: &Network,
+    input: &Input,
+    res: &checks::PathResults,
+    tf: TableFindings,
+    t0: std::time::Instant,
+) -> Report {
     let mut found: BTreeMap<&str, Vec<Counterexample>> = BTreeMap::new();
     for v in &res.violations {
         found
             .entry(v.invariant)
             .or_default()
-            .push(path_cx(&net, input, v));
+            .push(path_cx(net, input, v));
     }
     let mut counts: BTreeMap<&str, usize> = res.counts.clone();
     let mut table = |inv: &'static str, cxs: Vec<Counterexample>| {
@@ -109,15 +151,18 @@ pub fn verify(input: &Input) -> Result<Report, VerifyError> {
             .or_default()
             .extend(cxs.into_iter().take(input.limit));
     };
-    table("AFF-1", tables::aff1(input.artifacts, input.policy));
-    table("AFF-3", nf::aff3(&net, input.policy, input.limit));
-    table("AFF-4", tables::aff4(input.artifacts, input.policy));
-    table("CAP-1", tables::cap1(input.artifacts, input.policy));
+    table("AFF-1", tf.aff1);
+    table("AFF-3", tf.aff3);
+    table("AFF-4", tf.aff4);
+    table("CAP-1", tf.cap1);
     let mut notes = Vec::new();
-    if let Some(old) = input.against {
-        let (cxs, lines) = tables::aff2(old, input.artifacts);
+    if let Some((cxs, lines)) = tf.aff2 {
         notes.extend(lines);
         table("AFF-2", cxs);
+    }
+    let moves = tf.plan1.as_ref().map_or(0, |p| p.1);
+    if let Some((cxs, _)) = tf.plan1 {
+        table("PLAN-1", cxs);
     }
     let intent = input.policy.from_intent;
     let mut verdicts = Vec::new();
@@ -131,7 +176,9 @@ pub fn verify(input: &Input) -> Result<Report, VerifyError> {
             "AFF-2" if input.against.is_none() => {
                 Some("needs a previous generation (--against DIR)")
             }
-            "PLAN-1" => Some("not implemented yet: needs the rollout planner"),
+            "PLAN-1" if input.against.is_none() => {
+                Some("needs a previous generation (--against DIR)")
+            }
             _ => None,
         };
         let (status, detail) = if n > 0 {
@@ -142,10 +189,12 @@ pub fn verify(input: &Input) -> Result<Report, VerifyError> {
         } else if let Some(why) = skip {
             (Status::NotChecked, why.to_string())
         } else {
-            let detail = if inv == "AFF-3" && !nf::has_taps(&net) {
+            let detail = if inv == "PLAN-1" {
+                format!("{moves} VIP move(s) between HMux switches, each via the SMuxes (Duet); Anolis first-common-node and Andromeda hairpin-first are not checked (they need the rollout planner's plans)")
+            } else if inv == "AFF-3" && !nf::has_taps(net) {
                 "no NF chain taps in the artifacts (vacuous)".to_string()
             } else {
-                detail_of(inv, &res, input.policy)
+                detail_of(inv, res, input.policy)
             };
             (Status::Proven, detail)
         };
@@ -157,7 +206,7 @@ pub fn verify(input: &Input) -> Result<Report, VerifyError> {
             counterexamples: cxs,
         });
     }
-    Ok(Report {
+    Report {
         verdicts,
         stats: Stats {
             devices: net.bridges.len(),
@@ -166,9 +215,10 @@ pub fn verify(input: &Input) -> Result<Report, VerifyError> {
             outcomes: res.outcomes,
             pairs: res.pairs_checked,
             millis: t0.elapsed().as_millis(),
+            incremental: None,
         },
         notes,
-    })
+    }
 }
 
 fn detail_of(inv: &str, res: &checks::PathResults, p: &Policy) -> String {

@@ -13,12 +13,12 @@
 //! trusted: VXLAN reaches a bridge only from netc's devices.
 
 use crate::artifacts::{Artifacts, Row};
-use crate::bridge::{Bridge, End, FlowError, Hop, Outcome, Pkt, Val};
-use crate::ofctl::{parse_ip, parse_mac, Constraint};
+use crate::bridge::{Bridge, End, FlowError, Hop, Outcome, Pkt, Reads, Val};
+use crate::ofctl::{parse_ip, parse_mac, Action, Constraint};
 use crate::policy::{Policy, Vm};
 use crate::space::{Field, Space};
 use biodivine_lib_bdd::Bdd;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 const MAX_UNDERLAY_HOPS: usize = 8;
 
@@ -27,9 +27,41 @@ type VipEntry = (u8, u16, u64, u32);
 /// (instance, vip, proto, port, idx).
 type MemberKey = (String, u32, u8, u16, u64);
 
+/// What a trace read of the network: the parts whose change can change its
+/// outcomes (`incremental.rs` re-checks a VM only when one of them changes).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Footprint {
+    /// Bridges run (by name), with what was read of each.
+    pub bridges: BTreeMap<String, Reads>,
+    /// Underlay addresses a tunnel packet was sent to.
+    pub addresses: BTreeSet<u32>,
+    /// Load-balancer instances whose entries were read.
+    pub instances: BTreeSet<String>,
+    /// `tun_id`s of multicast tunnel packets fanned out to every bridge.
+    pub fanout: BTreeSet<u128>,
+    /// (device, port) a packet was delivered to.
+    pub ports: BTreeSet<(String, u32)>,
+}
+
+impl Footprint {
+    fn note(&mut self, b: &Bridge) {
+        self.bridges
+            .entry(b.name.clone())
+            .or_default()
+            .merge(b.recorded());
+    }
+}
+
+/// Which `tun_id`s a bridge's table 0 lets in from the tunnel port:
+/// `None` = any (some live flow does not pin `tun_id`).
+pub type TunnelAccept = Option<BTreeSet<u128>>;
+
 pub struct Network {
     pub space: Space,
     pub bridges: Vec<Bridge>,
+    /// Per bridge: the multicast fan-out skips bridges that drop the tun_id
+    /// at table 0 anyway (sound: only drops are skipped).
+    accepts: Vec<TunnelAccept>,
     by_name: BTreeMap<String, u32>,
     underlay: BTreeMap<u32, u32>,
     /// Every load-balancer row used on a path: (relation, row).
@@ -69,9 +101,11 @@ impl Network {
             .iter()
             .filter_map(|(ip, d)| Some((*ip, *by_name.get(d)?)))
             .collect();
+        let accepts = bridges.iter().map(tunnel_accept).collect();
         let mut n = Network {
             space,
             bridges,
+            accepts,
             by_name,
             underlay,
             lb_rows: Vec::new(),
@@ -81,6 +115,62 @@ impl Network {
             blackhole: BTreeMap::new(),
             holders: BTreeMap::new(),
         };
+        n.load_lb(a)?;
+        Ok(n)
+    }
+
+    /// Replaces bridge `name` (which exists) by one built from `flows` and
+    /// `groups`; the rest of the network is kept.
+    pub fn replace_bridge(
+        &mut self,
+        name: &str,
+        flows: &[crate::artifacts::FlowText],
+        groups: &[crate::artifacts::GroupText],
+    ) -> Result<(), ModelError> {
+        let Some(&i) = self.by_name.get(name) else {
+            return Err(ModelError::Row {
+                at: name.to_string(),
+                message: "internal: replace_bridge on a bridge the network does not have".into(),
+            });
+        };
+        let b = Bridge::new(name, i, flows, groups)?;
+        self.accepts[i as usize] = tunnel_accept(&b);
+        self.bridges[i as usize] = b;
+        Ok(())
+    }
+
+    /// The tunnel ids bridge `name` lets in (see [`tunnel_accept`]).
+    pub fn accepts(&self, name: &str) -> Option<&TunnelAccept> {
+        self.by_name.get(name).map(|&i| &self.accepts[i as usize])
+    }
+
+    /// Re-reads the underlay map (underlay address → device).
+    pub fn set_underlay(&mut self, policy: &Policy) {
+        self.underlay = policy
+            .underlay
+            .iter()
+            .filter_map(|(ip, d)| Some((*ip, *self.by_name.get(d)?)))
+            .collect();
+    }
+
+    /// Re-reads every load-balancer row (Muxes, HMux switches, black holes).
+    pub fn reload_lb(&mut self, a: &Artifacts) -> Result<(), ModelError> {
+        self.lb_rows.clear();
+        self.lb_vip.clear();
+        self.lb_member.clear();
+        self.lb_tunnel.clear();
+        self.blackhole.clear();
+        self.holders.clear();
+        self.load_lb(a)
+    }
+
+    /// Address → instances holding it.
+    pub fn holders(&self) -> &BTreeMap<u32, Vec<String>> {
+        &self.holders
+    }
+
+    fn load_lb(&mut self, a: &Artifacts) -> Result<(), ModelError> {
+        let n = self;
         let announced: BTreeMap<u32, Vec<String>> = a
             .rows("p4_announce")
             .iter()
@@ -158,7 +248,7 @@ impl Network {
                 n.blackhole.insert((r.vals[0].clone(), ip), id);
             }
         }
-        Ok(n)
+        Ok(())
     }
 
     fn keep(&mut self, rel: &str, r: &Row) -> u32 {
@@ -196,6 +286,17 @@ impl Network {
 
     /// Every final outcome of the packets `set` sent by `vm`.
     pub fn trace(&self, vm: &Vm, set: Bdd, keep_drops: bool) -> Vec<Outcome> {
+        self.trace_reading(vm, set, keep_drops, &mut Footprint::default())
+    }
+
+    /// [`Network::trace`], noting in `fp` every part of the network read.
+    pub fn trace_reading(
+        &self,
+        vm: &Vm,
+        set: Bdd,
+        keep_drops: bool,
+        fp: &mut Footprint,
+    ) -> Vec<Outcome> {
         let Some(b) = self.bridge(&vm.host) else {
             return Vec::new();
         };
@@ -203,21 +304,35 @@ impl Network {
         over.insert(Field::InPort, Val::Const(u128::from(vm.port)));
         let pkt = Pkt { set, over };
         let mut first = Vec::new();
+        b.record();
         b.run(&self.space, &pkt, 0, &[], keep_drops, &mut first);
+        fp.note(b);
         let mut out = Vec::new();
         for o in first {
-            self.fabric(o, keep_drops, &mut out, 0);
+            self.fabric(o, keep_drops, &mut out, 0, fp);
         }
         out
     }
 
-    fn fabric(&self, o: Outcome, keep_drops: bool, out: &mut Vec<Outcome>, depth: usize) {
+    fn fabric(
+        &self,
+        o: Outcome,
+        keep_drops: bool,
+        out: &mut Vec<Outcome>,
+        depth: usize,
+        fp: &mut Footprint,
+    ) {
         let End::Tunnel { tun_id, tun_dst } = o.end else {
+            if let End::Deliver { port } = o.end {
+                fp.ports
+                    .insert((self.bridges[o.device as usize].name.clone(), port));
+            }
             if keep_drops || !matches!(o.end, End::Drop { .. }) {
                 out.push(o);
             }
             return;
         };
+        fp.addresses.insert(tun_dst);
         let drop = |why: String| Outcome {
             end: End::Drop { why },
             ..o.clone()
@@ -246,7 +361,9 @@ impl Network {
         };
         let mut next = Vec::new();
         if let Some(&b) = self.underlay.get(&tun_dst) {
-            self.bridges[b as usize].run(
+            let b = &self.bridges[b as usize];
+            b.record();
+            b.run(
                 &self.space,
                 &arrive(&o.pkt),
                 0,
@@ -254,8 +371,10 @@ impl Network {
                 keep_drops,
                 &mut next,
             );
+            fp.note(b);
         } else if let Some(insts) = self.holders.get(&tun_dst) {
             for inst in insts {
+                fp.instances.insert(inst.clone());
                 self.lb(
                     inst,
                     tun_id as u64,
@@ -267,7 +386,19 @@ impl Network {
                 );
             }
         } else if tun_dst >> 28 == 0xe {
-            for b in self.bridges.iter().filter(|b| b.index != o.device) {
+            fp.fanout.insert(tun_id);
+            let takes = |b: &Bridge| {
+                keep_drops
+                    || self.accepts[b.index as usize]
+                        .as_ref()
+                        .is_none_or(|ids| ids.contains(&tun_id))
+            };
+            for b in self
+                .bridges
+                .iter()
+                .filter(|b| b.index != o.device && takes(b))
+            {
+                b.record();
                 b.run(
                     &self.space,
                     &arrive(&o.pkt),
@@ -276,6 +407,7 @@ impl Network {
                     keep_drops,
                     &mut next,
                 );
+                fp.note(b);
             }
         } else {
             if keep_drops {
@@ -290,7 +422,7 @@ impl Network {
             return;
         }
         for n in next {
-            self.fabric(n, keep_drops, out, depth + 1);
+            self.fabric(n, keep_drops, out, depth + 1, fp);
         }
     }
 
@@ -408,6 +540,29 @@ impl Network {
             }
         }
     }
+}
+
+/// The `tun_id`s `b` lets in at table 0 from the tunnel port (in_port 1).
+/// A flow that cannot match in_port 1, or only drops, lets nothing in; a
+/// live flow that does not pin `tun_id` exactly lets in any.
+pub fn tunnel_accept(b: &Bridge) -> TunnelAccept {
+    let mut ids = BTreeSet::new();
+    for f in b.flows.iter().filter(|f| f.text.table == 0) {
+        let pinned = |field: Field| f.matches.iter().find(|c| c.field == field);
+        if pinned(Field::InPort).is_some_and(|c| (c.value & c.mask) != (1 & c.mask)) {
+            continue;
+        }
+        if f.actions.iter().all(|a| matches!(a, Action::Drop)) {
+            continue;
+        }
+        match pinned(Field::TunId) {
+            Some(c) if c.mask == Field::TunId.mask() => {
+                ids.insert(c.value);
+            }
+            _ => return None,
+        }
+    }
+    Some(ids)
 }
 
 fn row_err(r: &Row, message: &str) -> ModelError {

@@ -97,6 +97,9 @@ pub struct Stats {
     pub outcomes: usize,
     pub pairs: usize,
     pub millis: u128,
+    /// Set when this report came from an incremental update.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub incremental: Option<crate::incremental::Update>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -191,6 +194,25 @@ impl Report {
             st.pairs,
             st.millis
         ));
+        if let Some(u) = &st.incremental {
+            s.push_str(&format!(
+                "incremental: re-checked {} of {} VMs ({} bridges rebuilt{}{}) in {:.1} ms\n",
+                u.rechecked,
+                u.vms,
+                u.bridges_rebuilt,
+                if u.lb_reloaded {
+                    ", load balancers re-read"
+                } else {
+                    ""
+                },
+                if u.full {
+                    ", full: the device set changed"
+                } else {
+                    ""
+                },
+                u.millis
+            ));
+        }
         s
     }
 

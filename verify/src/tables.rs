@@ -130,6 +130,15 @@ fn show_member(m: Option<Member>) -> String {
     }
 }
 
+/// VMs by (VNI, address); the first one wins, as a scan in order would.
+fn vms_by_addr(policy: &Policy) -> std::collections::HashMap<(u64, u32), &crate::policy::Vm> {
+    let mut m = std::collections::HashMap::new();
+    for v in &policy.vms {
+        m.entry((v.vni, v.ip)).or_insert(v);
+    }
+    m
+}
+
 /// AFF-1: every instance holds the same complete vector, and each member's
 /// tunnel leads to the host that runs that DIP.
 pub fn aff1(a: &Artifacts, policy: &Policy) -> Vec<Counterexample> {
@@ -186,6 +195,7 @@ pub fn aff1(a: &Artifacts, policy: &Policy) -> Vec<Counterexample> {
         .iter()
         .map(|(ip, d)| (d.as_str(), *ip))
         .collect();
+    let by_addr = vms_by_addr(policy);
     for rel in ["agent_mux_tunnel", "p4_tunnel"] {
         for r in a.rows(rel) {
             let v = &r.vals;
@@ -199,7 +209,7 @@ pub fn aff1(a: &Artifacts, policy: &Policy) -> Vec<Counterexample> {
             if mvni == 0 {
                 continue;
             }
-            let Some(vm) = policy.vms.iter().find(|x| x.vni == mvni && x.ip == m) else {
+            let Some(vm) = by_addr.get(&(mvni, m)).copied() else {
                 if !policy.vms.is_empty() {
                     out.push(tunnel_cx(r, format!("{rel} `{}` sends members {} (vni {mvni}) somewhere, but no VM of that VNI has that address", v[0], std::net::Ipv4Addr::from(m))));
                 }
@@ -274,6 +284,7 @@ pub fn aff4(a: &Artifacts, policy: &Policy) -> Vec<Counterexample> {
         .map(|(ip, d)| (d.as_str(), *ip))
         .collect();
     let mut out = Vec::new();
+    let by_addr = vms_by_addr(policy);
     for r in a.rows("agent_mux_snat") {
         let v = &r.vals;
         if let (Some(vip), Some(lo), Some(hi), Some(vni), Some(dip), Some(u)) = (
@@ -291,7 +302,7 @@ pub fn aff4(a: &Artifacts, policy: &Policy) -> Vec<Counterexample> {
                 owner: (vni, dip),
                 at: r.at.clone(),
             });
-            if let Some(vm) = policy.vms.iter().find(|x| x.vni == vni && x.ip == dip) {
+            if let Some(vm) = by_addr.get(&(vni, dip)).copied() {
                 if let Some(&want) = host_ip.get(vm.host.as_str()) {
                     if want != u {
                         out.push(Counterexample {

@@ -19,6 +19,7 @@ use netc_compiler::plan::{Expr, Plan};
 use netc_compiler::value::Value;
 use netc_compiler::Compilation;
 use netc_verify::artifacts::{Artifacts, FlowText, Row};
+use netc_verify::incremental::Verifier;
 use netc_verify::policy::{Facts, Policy};
 use netc_verify::{Input, Provenance};
 use std::path::{Path, PathBuf};
@@ -28,6 +29,9 @@ pub struct VerifyArgs<'a> {
     pub intent: &'a [PathBuf],
     pub artifacts: Option<&'a Path>,
     pub against: Option<&'a Path>,
+    /// A previous generation: verify it, then re-verify incrementally.
+    pub since: Option<&'a Path>,
+    pub since_intent: &'a [PathBuf],
     pub json: bool,
     pub junit: Option<&'a Path>,
     pub pcap: Option<&'a Path>,
@@ -301,19 +305,37 @@ fn run_inner(args: &VerifyArgs) -> Result<Outcome, Outcome> {
         Some(c) => &c.provenance,
         None => &none,
     };
-    let report = netc_verify::verify(&Input {
-        artifacts: &artifacts,
-        policy: &policy,
-        against: against.as_ref(),
-        provenance,
-        limit: args.limit,
-    })
-    .map_err(|e| {
+    let model_err = |e: netc_verify::VerifyError| {
         Outcome::InputError(
             format!("cannot model the artifacts: {e}"),
             Some("the verifier models the OVS/P4/Mux subset of specs/targets.md; see specs/invariants.md §5".into()),
         )
-    })?;
+    };
+    let report = match args.since {
+        None => netc_verify::verify(&Input {
+            artifacts: &artifacts,
+            policy: &policy,
+            against: against.as_ref(),
+            provenance,
+            limit: args.limit,
+        })
+        .map_err(model_err)?,
+        Some(old_dir) => {
+            let old = load(old_dir)?;
+            let old_policy = if !args.since_intent.is_empty() {
+                Policy::from_facts(&compile(args.since_intent, args.rules)?.facts)
+            } else if compiled.is_some() {
+                policy.clone()
+            } else {
+                Policy::from_artifacts(&old)
+            };
+            let mut v = Verifier::new(old, old_policy, args.limit).map_err(model_err)?;
+            let up = v.update(artifacts, policy).map_err(model_err)?;
+            let mut r = v.report(provenance, against.as_ref());
+            r.stats.incremental = Some(up);
+            r
+        }
+    };
     if args.json {
         println!("{}", report.json());
     } else {

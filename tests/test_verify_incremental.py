@@ -1,0 +1,166 @@
+"""Incremental re-verification (`netc verify --since OLD`) equals a full one.
+
+Soundness: for Hypothesis-drawn single changes to the quickstart intent —
+add a VM, remove a VM, move a VM to another host, add an ACL rule, remove
+a DIP — and for single faults injected into the artifacts (the mutants of
+test_verify.py, so violating changes too), the report of
+
+    netc verify --artifacts NEW --since OLD --since-intent OLD.ndl NEW.ndl
+
+(verify OLD in full, then re-check only what the change can affect) has
+exactly the verdicts, violation counts and counterexamples of a full
+`netc verify --artifacts NEW NEW.ndl`.
+
+Incrementality, asserted with counters: a change to one tenant's ACLs
+re-checks that tenant's VMs only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from test_verify import MUTANTS, verify
+
+REPO = Path(__file__).resolve().parent.parent
+BASE = (REPO / "examples" / "quickstart" / "intent.ndl").read_text()
+
+pytestmark = pytest.mark.netc
+
+
+def compile_text(netc: str, text: str, work: Path) -> tuple[Path, Path]:
+    """Compiles intent `text` (cached by content): (intent file, artifact dir)."""
+    h = hashlib.sha1(text.encode()).hexdigest()[:12]
+    intent, out = work / f"{h}.ndl", work / f"{h}.out"
+    if not out.exists():
+        intent.write_text(text)
+        r = subprocess.run([netc, "compile", str(intent), "--out", str(out)], capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+    return intent, out
+
+
+# --------------------------------------------------------------- single changes to the intent
+
+def add_vm(tenant: str, i: int, host: int) -> str:
+    mac = f"02:00:00:00:0{3 if tenant == 'acme' else 4}:{i:02x}"
+    return BASE + (
+        f'vm("{tenant}", "new{i}", {mac}, 10.1.1.{100 + i}, "h{host}").\n'
+        f'vm_port("h{host}", "{tenant}", "new{i}", {20 + i}).\n'
+    )
+
+
+def remove_vm(line_vm: str, line_port: str) -> str:
+    assert line_vm in BASE and line_port in BASE
+    return BASE.replace(line_vm + "\n", "").replace(line_port + "\n", "")
+
+
+def move_app2(host: int) -> str:
+    return BASE.replace(
+        'vm("globex", "app2", 02:00:00:00:02:02, 10.1.1.12, "h4").',
+        f'vm("globex", "app2", 02:00:00:00:02:02, 10.1.1.12, "h{host}").',
+    ).replace('vm_port("h4", "globex", "app2", 10).', f'vm_port("h{host}", "globex", "app2", 12).')
+
+
+def add_acl(tenant: str, prio: int, dst: str, port: int, allow: bool) -> str:
+    rule = f'acl("{tenant}", "r{prio}", {prio}, 0.0.0.0/0, {dst}, 6, {port}, {port}, "{"allow" if allow else "deny"}").\n'
+    return BASE + rule
+
+
+def remove_dip() -> str:
+    return BASE.replace('dip_pool(203.0.113.10, 6, 80, "acme", "web2", 8080, 1).\n', "")
+
+
+intent_changes = st.one_of(
+    st.builds(add_vm, st.sampled_from(["acme", "globex"]), st.integers(1, 9), st.integers(1, 4)),
+    st.sampled_from([
+        remove_vm('vm("acme", "db1", 02:00:00:00:01:03, 10.1.2.21, "h2").', 'vm_port("h2", "acme", "db1", 10).'),
+        remove_vm('vm("globex", "app2", 02:00:00:00:02:02, 10.1.1.12, "h4").', 'vm_port("h4", "globex", "app2", 10).'),
+        remove_dip(),
+    ]),
+    st.builds(move_app2, st.sampled_from([1, 2, 3])),
+    st.builds(
+        add_acl,
+        st.sampled_from(["acme", "globex"]),
+        st.integers(101, 300),
+        st.sampled_from(["10.1.1.0/24", "10.1.2.0/24", "10.1.1.12/32", "0.0.0.0/0"]),
+        st.sampled_from([22, 80, 5432, 8080]),
+        st.booleans(),
+    ),
+)
+
+QUICKSTART_MUTANTS = [m for m in MUTANTS if m[1] == "quickstart"]
+
+
+def same_report(full: dict, inc: dict) -> None:
+    assert inc["stats"]["incremental"]["vms"] == full["stats"]["vms"]
+    assert [(v["invariant"], v["status"], v["violations"]) for v in inc["verdicts"]] == [
+        (v["invariant"], v["status"], v["violations"]) for v in full["verdicts"]
+    ]
+    assert inc["verdicts"] == full["verdicts"]
+    for k in ("devices", "flows", "vms", "outcomes", "pairs"):
+        assert inc["stats"][k] == full["stats"][k], k
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("incremental")
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(change=intent_changes)
+def test_intent_change_incremental_equals_full(netc_bin: str, work: Path, change: str) -> None:
+    old_intent, old = compile_text(netc_bin, BASE, work)
+    new_intent, new = compile_text(netc_bin, change, work)
+    rc_full, full, err = verify(netc_bin, ["--artifacts", str(new), str(new_intent)])
+    assert rc_full in (0, 1), err
+    rc_inc, inc, err = verify(
+        netc_bin, ["--artifacts", str(new), "--since", str(old), "--since-intent", str(old_intent), str(new_intent)]
+    )
+    assert rc_inc == rc_full, err
+    same_report(full, inc)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(mutant=st.sampled_from(QUICKSTART_MUTANTS), reverse=st.booleans())
+def test_violating_change_incremental_equals_full(netc_bin: str, work: Path, mutant: tuple, reverse: bool) -> None:
+    """A fault injected (or repaired, `reverse`) between two generations."""
+    intent, good = compile_text(netc_bin, BASE, work)
+    bad = work / f"mutant-{mutant[0]}"
+    if not bad.exists():
+        shutil.copytree(good, bad)
+        shutil.rmtree(bad / "ovs", ignore_errors=True)
+        mutant[2](bad)
+    old, new = (bad, good) if reverse else (good, bad)
+    rc_full, full, err = verify(netc_bin, ["--artifacts", str(new), str(intent)])
+    rc_inc, inc, err2 = verify(netc_bin, ["--artifacts", str(new), "--since", str(old), str(intent)])
+    assert rc_full == (0 if reverse else 1), err
+    assert rc_inc == rc_full, err2
+    same_report(full, inc)
+    if not reverse:
+        st_ = {v["invariant"]: v["status"] for v in inc["verdicts"]}
+        assert st_[mutant[3]] == "violated"
+
+
+def test_acl_change_rechecks_only_its_tenant(netc_bin: str, work: Path) -> None:
+    old_intent, old = compile_text(netc_bin, BASE, work)
+    new_intent, new = compile_text(netc_bin, add_acl("globex", 250, "10.1.1.0/24", 22, False), work)
+    rc, inc, err = verify(
+        netc_bin, ["--artifacts", str(new), "--since", str(old), "--since-intent", str(old_intent), str(new_intent)]
+    )
+    assert rc == 0, err
+    u = inc["stats"]["incremental"]
+    assert not u["full"]
+    # globex has app1 and app2; acme's three VMs keep their results
+    assert (u["rechecked"], u["vms"]) == (2, 5), u
+
+
+def test_since_needs_artifacts(netc_bin: str, tmp_path: Path) -> None:
+    r = subprocess.run([netc_bin, "verify", "--since", str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2
+    assert "--artifacts" in r.stderr

@@ -1,0 +1,224 @@
+//! Full vs incremental verification on one artifact set (run by `bench/verify/run.py`).
+//!
+//! Expects an artifact directory written by `netc compile` and the intent it
+//! came from (its base facts give the policy; `rules/schema.ndl` declares
+//! them, so nothing is evaluated here). Measures, in one process:
+//! 1. a full verification ([`Verifier::new`]): wall time and peak RSS;
+//! 2. `--changes N` one-VM changes through [`Verifier::update`], alternating
+//!    *remove VM v* (its entry in the policy and every flow and agent row
+//!    that names its port, MAC or address in its VNI — on its host and on
+//!    its peers' hosts) and *add VM v back* (the original generation), for
+//!    VMs drawn by a fixed-seed PRNG: the time of each update (the diff of
+//!    the two generations included) and how many VMs it re-checked.
+//!
+//! Prints one JSON object (`--json OUT` also writes it). Not a test: times
+//! are what this machine did in this run.
+
+use netc_compiler::value::Value;
+use netc_verify::artifacts::{Artifacts, Row};
+use netc_verify::incremental::Verifier;
+use netc_verify::policy::{Facts, Policy, Vm};
+use netc_verify::space::mac;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+struct Args {
+    artifacts: PathBuf,
+    intent: PathBuf,
+    schema: PathBuf,
+    changes: usize,
+    json: Option<PathBuf>,
+}
+
+fn args() -> Result<Args, String> {
+    let mut a = Args {
+        artifacts: PathBuf::new(),
+        intent: PathBuf::new(),
+        schema: PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../rules/schema.ndl")),
+        changes: 200,
+        json: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(k) = it.next() {
+        let mut v = || it.next().ok_or(format!("{k} needs a value"));
+        match k.as_str() {
+            "--artifacts" => a.artifacts = v()?.into(),
+            "--intent" => a.intent = v()?.into(),
+            "--schema" => a.schema = v()?.into(),
+            "--changes" => a.changes = v()?.parse().map_err(|e| format!("--changes: {e}"))?,
+            "--json" => a.json = Some(v()?.into()),
+            _ => return Err(format!(
+                "unknown argument `{k}` (--artifacts DIR --intent FILE [--changes N] [--json OUT])"
+            )),
+        }
+    }
+    if a.artifacts.as_os_str().is_empty() || a.intent.as_os_str().is_empty() {
+        return Err(
+            "usage: incremental_bench --artifacts DIR --intent FILE [--changes N] [--json OUT]"
+                .into(),
+        );
+    }
+    Ok(a)
+}
+
+fn facts(schema: &Path, intent: &Path) -> Result<Facts, String> {
+    let c = netc_compiler::compile_files(&[schema.to_path_buf(), intent.to_path_buf()]);
+    let plan = c
+        .plan
+        .as_ref()
+        .ok_or_else(|| format!("{}: the intent does not compile", intent.display()))?;
+    let mut f = Facts::new();
+    for ((rel, row), span) in plan.facts.iter().zip(&plan.fact_spans) {
+        f.entry(plan.relations[*rel].name.clone())
+            .or_default()
+            .push(Row {
+                vals: row
+                    .iter()
+                    .map(|v| match v {
+                        Value::Symbol(s) => s.as_str().to_string(),
+                        other => other.to_string(),
+                    })
+                    .collect(),
+                at: c.sources.location(*span),
+            });
+    }
+    Ok(f)
+}
+
+fn peak_rss_mb() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
+        })
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+/// The generation without VM `v`: its policy entry and every row naming it.
+fn without(a: &Artifacts, p: &Policy, v: &Vm) -> (Artifacts, Policy) {
+    let ip = std::net::Ipv4Addr::from(v.ip).to_string();
+    let (vni, m) = (v.vni.to_string(), mac(v.mac));
+    let names_ip = |t: &str| {
+        t.split([',', '=', ':', '>', '(', ')', '\t', '/'])
+            .any(|tok| tok == ip)
+            && (t.contains(&vni))
+    };
+    let port = format!("in_port={},", v.port);
+    let out = format!("output:{}", v.port);
+    let mine = |dev: &str, text: &str| {
+        text.contains(&m)
+            || names_ip(text)
+            || (dev == v.host
+                && (text.contains(&port)
+                    || text.ends_with(&out)
+                    || text.contains(&format!("{out},"))))
+    };
+    let mut n = a.clone();
+    for (dev, flows) in n.flows.iter_mut() {
+        flows.retain(|f| !mine(dev, &format!("{},{}", f.matches, f.actions)));
+    }
+    for rows in n.relations.values_mut() {
+        rows.retain(|r| {
+            let dev = r.vals.first().map_or("", |s| s.as_str());
+            !mine(dev, &r.vals.join("\t"))
+        });
+    }
+    let mut q = p.clone();
+    q.vms
+        .retain(|x| !(x.tenant == v.tenant && x.name == v.name));
+    (n, q)
+}
+
+fn pct(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[i.clamp(1, sorted.len()) - 1]
+}
+
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("error: {e}");
+        std::process::exit(2);
+    }
+}
+
+fn run() -> Result<(), String> {
+    let a = args()?;
+    let artifacts = Artifacts::load(&a.artifacts).map_err(|e| e.to_string())?;
+    let policy = Policy::from_facts(&facts(&a.schema, &a.intent)?);
+    let flows: usize = artifacts.flows.values().map(Vec::len).sum();
+    let vms = policy.vms.len();
+    let t0 = Instant::now();
+    let mut v = Verifier::new(artifacts.clone(), policy.clone(), 3).map_err(|e| e.to_string())?;
+    let full_s = t0.elapsed().as_secs_f64();
+    let full_rss = peak_rss_mb();
+    let full_report = v.report(&netc_verify::NoProvenance, None);
+    let violated = |r: &netc_verify::report::Report| {
+        r.verdicts
+            .iter()
+            .filter(|x| x.violations > 0)
+            .map(|x| format!("{}:{}", x.invariant, x.violations))
+            .collect::<Vec<_>>()
+    };
+    eprintln!(
+        "full: {vms} VMs, {flows} flows in {full_s:.1} s, peak RSS {full_rss:.0} MB, violated {:?}",
+        violated(&full_report)
+    );
+    // xorshift64*: the same VMs on every machine
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = || {
+        seed ^= seed >> 12;
+        seed ^= seed << 25;
+        seed ^= seed >> 27;
+        seed.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    };
+    let (mut times, mut rechecked, mut fulls) = (Vec::new(), Vec::new(), 0usize);
+    for i in 0..a.changes.div_ceil(2) {
+        let vm = policy.vms[(next() % vms.max(1) as u64) as usize].clone();
+        let (na, np) = without(&artifacts, &policy, &vm);
+        for (gen_a, gen_p) in [(na, np), (artifacts.clone(), policy.clone())] {
+            let up = v.update(gen_a, gen_p).map_err(|e| e.to_string())?;
+            times.push(up.millis);
+            rechecked.push(up.rechecked as f64);
+            fulls += usize::from(up.full);
+        }
+        if i % 20 == 0 {
+            eprintln!("change {}: {:.2} ms", 2 * i + 1, times[times.len() - 2]);
+        }
+    }
+    let last = v.report(&netc_verify::NoProvenance, None);
+    let mut sorted = times.clone();
+    sorted.sort_by(f64::total_cmp);
+    let mut rs = rechecked.clone();
+    rs.sort_by(f64::total_cmp);
+    let p50 = pct(&sorted, 50.0);
+    let out = serde_json::json!({
+        "artifacts": a.artifacts.display().to_string(),
+        "vms": vms,
+        "flows": flows,
+        "full": {"seconds": full_s, "peak_rss_mb": full_rss, "violated": violated(&full_report)},
+        "incremental": {
+            "changes": times.len(),
+            "kind": "remove one VM / add it back (alternating)",
+            "p50_ms": p50,
+            "p99_ms": pct(&sorted, 99.0),
+            "max_ms": sorted.last().copied().unwrap_or(0.0),
+            "rechecked_vms_p50": pct(&rs, 50.0),
+            "rechecked_vms_max": rs.last().copied().unwrap_or(0.0),
+            "full_rebuilds": fulls,
+        },
+        "speedup_p50": if p50 > 0.0 { full_s * 1e3 / p50 } else { 0.0 },
+        "back_to_start_same_verdicts": violated(&last) == violated(&full_report),
+        "peak_rss_mb": peak_rss_mb(),
+    });
+    let text = serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?;
+    println!("{text}");
+    if let Some(p) = a.json {
+        std::fs::write(&p, text + "\n").map_err(|e| format!("{}: {e}", p.display()))?;
+    }
+    Ok(())
+}

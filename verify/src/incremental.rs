@@ -1,0 +1,558 @@
+//! Incremental re-verification: after a change, re-check only what it can affect.
+//!
+//! Expects a first artifact set and policy ([`Verifier::new`] verifies them
+//! in full) and then, one at a time, the next generation's complete
+//! artifacts and policy ([`Verifier::update`]). Guarantees: the report after
+//! an update equals, verdict for verdict and violation for violation, what
+//! [`crate::verify`] reports on the new artifacts (a property test checks
+//! it on random changes, violating ones included). How:
+//!
+//! - The path invariants are checked per sending VM (`checks::check_vm`),
+//!   and each VM's trace records its [`Footprint`]: the bridges it ran, the
+//!   underlay addresses and load-balancer instances it reached, the
+//!   multicast `tun_id`s it fanned out, the ports it was delivered to.
+//! - An update diffs the two generations: bridges whose flows or groups
+//!   differ (compared in order, by the text that is pushed), load-balancer
+//!   instances whose rows differ and addresses whose holders differ, the
+//!   underlay map, and the policy per VM and per tenant.
+//! - Only those bridges are rebuilt (a new or removed device rebuilds the
+//!   whole model), and only the VMs whose footprint meets a change, whose
+//!   own record or tenant's policy changed, or that are new, are traced
+//!   again; every other VM's result is kept.
+//! - The checks on tables (AFF-1, AFF-4, CAP-1) are re-run on every update
+//!   (they cost milliseconds); AFF-3 only when either generation has NF
+//!   taps (otherwise it is vacuous).
+//!
+//! Every input change is either handled by the rules above or forces a
+//! full re-verification (the `full` flag of [`Update`]): a change of the
+//! device set or of where the policy came from (intent or agents' rows).
+
+use crate::artifacts::{Artifacts, FlowText, GroupText, Row};
+use crate::checks::{self, PathResults, Shared, VmChecked};
+use crate::network::{Footprint, Network};
+use crate::ofctl::Constraint;
+use crate::policy::{Policy, Vm};
+use crate::report::Report;
+use crate::{assemble, nf, Input, Provenance, TableFindings, VerifyError};
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+/// The load-balancer relations the network model reads.
+const LB_RELATIONS: [&str; 8] = [
+    "agent_mux_vip",
+    "agent_mux_member",
+    "agent_mux_tunnel",
+    "p4_vip",
+    "p4_ecmp_member",
+    "p4_tunnel",
+    "p4_announce",
+    "agent_mux_blackhole",
+];
+
+/// A verified generation, ready for the next one.
+pub struct Verifier {
+    artifacts: Artifacts,
+    policy: Policy,
+    net: Network,
+    /// Per VM of `policy.vms`, in order.
+    checked: Vec<VmChecked>,
+    tables: TableFindings,
+    limit: usize,
+    last: Duration,
+}
+
+/// What an update did.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct Update {
+    /// The whole model was rebuilt and every VM re-checked.
+    pub full: bool,
+    /// VMs traced again, of `vms`.
+    pub rechecked: usize,
+    pub vms: usize,
+    /// Bridges rebuilt from their new flows/groups.
+    pub bridges_rebuilt: usize,
+    /// Whether the load-balancer rows were re-read.
+    pub lb_reloaded: bool,
+    pub millis: f64,
+}
+
+/// What changed between two generations, as the footprints name it.
+#[derive(Default)]
+struct Changes {
+    bridges: BTreeMap<String, BridgeChange>,
+    addresses: BTreeSet<u32>,
+    instances: BTreeSet<String>,
+    /// Fan-out tun_ids whose set of accepting bridges may have changed
+    /// (`None` inside = any tun_id).
+    fanout: BTreeSet<Option<u128>>,
+    ports: BTreeSet<(String, u32)>,
+    /// VMs (tenant, name) re-checked whatever their footprint.
+    vms: BTreeSet<(String, String)>,
+    tenants: BTreeSet<String>,
+}
+
+impl Changes {
+    fn meets(&self, fp: &Footprint) -> bool {
+        self.bridges.iter().any(|(name, bc)| {
+            fp.bridges.get(name).is_some_and(|r| {
+                bc.groups.iter().any(|g| r.groups.contains(g))
+                    || r.tables.iter().any(|(t, _)| bc.tables.contains(t))
+                    || bc.flows.iter().any(|(t, m)| r.may_match(*t, m))
+            })
+        }) || self.addresses.iter().any(|a| fp.addresses.contains(a))
+            || self.instances.iter().any(|i| fp.instances.contains(i))
+            || self.ports.iter().any(|p| fp.ports.contains(p))
+            || self.fanout.iter().any(|t| match t {
+                None => !fp.fanout.is_empty(),
+                Some(t) => fp.fanout.contains(t),
+            })
+    }
+}
+
+fn key(v: &Vm) -> (String, String) {
+    (v.tenant.clone(), v.name.clone())
+}
+
+impl Verifier {
+    /// Verifies `artifacts` in full against `policy`.
+    pub fn new(
+        artifacts: Artifacts,
+        policy: Policy,
+        limit: usize,
+    ) -> Result<Verifier, VerifyError> {
+        let t0 = Instant::now();
+        let net = Network::build(&artifacts, &policy)?;
+        let shared = Shared::new(&net.space, &policy);
+        let checked = (0..policy.vms.len())
+            .map(|i| checks::check_vm(&net, &policy, &shared, i))
+            .collect();
+        drop(shared);
+        let tables = table_findings(&net, &artifacts, &policy, limit);
+        Ok(Verifier {
+            artifacts,
+            policy,
+            net,
+            checked,
+            tables,
+            limit,
+            last: t0.elapsed(),
+        })
+    }
+
+    pub fn artifacts(&self) -> &Artifacts {
+        &self.artifacts
+    }
+
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// The report of the current generation (`against`: also AFF-2).
+    pub fn report(&self, provenance: &dyn Provenance, against: Option<&Artifacts>) -> Report {
+        let mut res = PathResults::default();
+        for c in &self.checked {
+            res.merge(c.clone(), self.limit);
+        }
+        let input = Input {
+            artifacts: &self.artifacts,
+            policy: &self.policy,
+            against,
+            provenance,
+            limit: self.limit,
+        };
+        let mut tables = self.tables.clone();
+        tables.aff2 = against.map(|old| crate::tables::aff2(old, &self.artifacts));
+        tables.plan1 = against.map(|old| crate::plan::duet_moves(old, &self.artifacts));
+        let mut r = assemble(&self.net, &input, &res, tables, Instant::now());
+        r.stats.millis = self.last.as_millis();
+        r
+    }
+
+    /// Moves to the next generation, re-checking only what changed.
+    pub fn update(&mut self, artifacts: Artifacts, policy: Policy) -> Result<Update, VerifyError> {
+        let t0 = Instant::now();
+        let devices = |a: &Artifacts| -> BTreeSet<String> {
+            a.flows.keys().chain(a.groups.keys()).cloned().collect()
+        };
+        if policy.from_intent != self.policy.from_intent
+            || devices(&artifacts) != devices(&self.artifacts)
+        {
+            *self = Verifier::new(artifacts, policy, self.limit)?;
+            return Ok(Update {
+                full: true,
+                rechecked: self.checked.len(),
+                vms: self.checked.len(),
+                millis: t0.elapsed().as_secs_f64() * 1e3,
+                ..Default::default()
+            });
+        }
+        let mut ch = Changes::default();
+        let mut up = Update::default();
+        // bridges
+        for name in devices(&artifacts) {
+            let (of, nf_) = (self.artifacts.flows.get(&name), artifacts.flows.get(&name));
+            let (og, ng) = (
+                self.artifacts.groups.get(&name),
+                artifacts.groups.get(&name),
+            );
+            let same_text = same(of, nf_, same_flow) && same(og, ng, same_group);
+            let same_at = same(of, nf_, |a, b| a.at == b.at) && same(og, ng, |a, b| a.at == b.at);
+            if same_text && same_at {
+                continue;
+            }
+            let old_accept = self.net.accepts(&name).cloned();
+            self.net.replace_bridge(
+                &name,
+                nf_.map(Vec::as_slice).unwrap_or(&[]),
+                ng.map(Vec::as_slice).unwrap_or(&[]),
+            )?;
+            up.bridges_rebuilt += 1;
+            if same_text {
+                continue; // only `file:line`s moved: nothing to re-check
+            }
+            let bc = bridge_change(of, nf_, og, ng);
+            let new_accept = self.net.accepts(&name).cloned();
+            for acc in [old_accept, new_accept].into_iter().flatten() {
+                match acc {
+                    None => {
+                        ch.fanout.insert(None);
+                    }
+                    Some(ids) => ch.fanout.extend(ids.into_iter().map(Some)),
+                }
+            }
+            ch.bridges.insert(name, bc);
+        }
+        // load balancers
+        let lb_changed = LB_RELATIONS
+            .iter()
+            .any(|r| !same_rows(self.artifacts.rows(r), artifacts.rows(r)));
+        if lb_changed {
+            let old_holders = self.net.holders().clone();
+            ch.instances
+                .extend(changed_instances(&self.artifacts, &artifacts));
+            self.net.reload_lb(&artifacts)?;
+            let new_holders = self.net.holders();
+            for a in old_holders.keys().chain(new_holders.keys()) {
+                if old_holders.get(a) != new_holders.get(a) {
+                    ch.addresses.insert(*a);
+                }
+            }
+            up.lb_reloaded = true;
+        }
+        // underlay
+        if policy.underlay != self.policy.underlay {
+            for a in policy.underlay.keys().chain(self.policy.underlay.keys()) {
+                if policy.underlay.get(a) != self.policy.underlay.get(a) {
+                    ch.addresses.insert(*a);
+                }
+            }
+            self.net.set_underlay(&policy);
+        }
+        policy_changes(&self.policy, &policy, &mut ch);
+        // re-check
+        let old_index: BTreeMap<(String, String), usize> = self
+            .policy
+            .vms
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (key(v), i))
+            .collect();
+        let new_index: BTreeMap<(String, String), usize> = policy
+            .vms
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (key(v), i))
+            .collect();
+        let shared = Shared::new(&self.net.space, &policy);
+        let mut checked = Vec::with_capacity(policy.vms.len());
+        for (ni, v) in policy.vms.iter().enumerate() {
+            let k = key(v);
+            let reuse = old_index.get(&k).map(|&oi| &self.checked[oi]).filter(|c| {
+                !ch.vms.contains(&k) && !ch.tenants.contains(&v.tenant) && !ch.meets(&c.footprint)
+            });
+            match reuse {
+                Some(c) => checked.push(remap(c, ni, &self.policy, &new_index)),
+                None => {
+                    up.rechecked += 1;
+                    checked.push(checks::check_vm(&self.net, &policy, &shared, ni));
+                }
+            }
+        }
+        drop(shared);
+        let taps = nf::has_taps(&self.net) || !self.tables.aff3.is_empty();
+        let aff3 = if taps { None } else { Some(Vec::new()) };
+        self.tables = table_findings_with(&self.net, &artifacts, &policy, self.limit, aff3);
+        self.checked = checked;
+        self.artifacts = artifacts;
+        self.policy = policy;
+        up.vms = self.checked.len();
+        self.last = t0.elapsed();
+        up.millis = self.last.as_secs_f64() * 1e3;
+        Ok(up)
+    }
+}
+
+fn table_findings(net: &Network, a: &Artifacts, p: &Policy, limit: usize) -> TableFindings {
+    table_findings_with(net, a, p, limit, None)
+}
+
+/// The table checks; `aff3` given = known without running it.
+fn table_findings_with(
+    net: &Network,
+    a: &Artifacts,
+    p: &Policy,
+    limit: usize,
+    aff3: Option<Vec<crate::report::Counterexample>>,
+) -> TableFindings {
+    let none = crate::NoProvenance;
+    let input = Input {
+        artifacts: a,
+        policy: p,
+        against: None,
+        provenance: &none,
+        limit,
+    };
+    match aff3 {
+        None => TableFindings::check(net, &input),
+        Some(aff3) => TableFindings {
+            aff1: crate::tables::aff1(a, p),
+            aff3,
+            aff4: crate::tables::aff4(a, p),
+            cap1: crate::tables::cap1(a, p),
+            aff2: None,
+            plan1: None,
+        },
+    }
+}
+
+/// A kept result, its VM indices moved to the new policy's.
+fn remap(
+    c: &VmChecked,
+    ni: usize,
+    old: &Policy,
+    new_index: &BTreeMap<(String, String), usize>,
+) -> VmChecked {
+    let mut c = c.clone();
+    for v in &mut c.violations {
+        v.from = ni;
+        v.to =
+            v.to.and_then(|t| old.vms.get(t))
+                .and_then(|vm| new_index.get(&key(vm)).copied());
+    }
+    c
+}
+
+/// How one bridge changed: flows added or removed (with their matches),
+/// tables whose flows changed order (wholly changed), groups changed.
+#[derive(Default)]
+struct BridgeChange {
+    flows: Vec<(u8, Vec<Constraint>)>,
+    tables: BTreeSet<u8>,
+    groups: BTreeSet<u32>,
+}
+
+type FlowKey<'a> = (u16, u64, &'a str, &'a str);
+
+fn flows_by_table(fs: Option<&Vec<FlowText>>) -> BTreeMap<u8, Vec<&FlowText>> {
+    let mut m: BTreeMap<u8, Vec<&FlowText>> = BTreeMap::new();
+    for f in fs.into_iter().flatten() {
+        m.entry(f.table).or_default().push(f);
+    }
+    m
+}
+
+fn flow_key<'a>(f: &&'a FlowText) -> FlowKey<'a> {
+    (f.priority, f.cookie, f.matches.as_str(), f.actions.as_str())
+}
+
+fn bridge_change(
+    of: Option<&Vec<FlowText>>,
+    nf: Option<&Vec<FlowText>>,
+    og: Option<&Vec<GroupText>>,
+    ng: Option<&Vec<GroupText>>,
+) -> BridgeChange {
+    let mut bc = BridgeChange::default();
+    let (o, n) = (flows_by_table(of), flows_by_table(nf));
+    let k = flow_key;
+    let tables: BTreeSet<u8> = o.keys().chain(n.keys()).copied().collect();
+    for t in tables {
+        let (ot, nt) = (
+            o.get(&t).map(Vec::as_slice).unwrap_or(&[]),
+            n.get(&t).map(Vec::as_slice).unwrap_or(&[]),
+        );
+        let os: BTreeSet<FlowKey> = ot.iter().map(k).collect();
+        let ns: BTreeSet<FlowKey> = nt.iter().map(k).collect();
+        let common_o: Vec<FlowKey> = ot.iter().map(k).filter(|x| ns.contains(x)).collect();
+        let common_n: Vec<FlowKey> = nt.iter().map(k).filter(|x| os.contains(x)).collect();
+        // duplicates or a new order of the kept flows: the table changed as a whole
+        if os.len() != ot.len() || ns.len() != nt.len() || common_o != common_n {
+            bc.tables.insert(t);
+            continue;
+        }
+        for f in ot.iter().chain(nt) {
+            let x = k(f);
+            if os.contains(&x) != ns.contains(&x) {
+                match crate::ofctl::parse_match(&f.matches) {
+                    Ok(m) => bc.flows.push((t, m)),
+                    Err(_) => {
+                        bc.tables.insert(t);
+                    }
+                }
+            }
+        }
+    }
+    let groups = |gs: Option<&Vec<GroupText>>| -> BTreeMap<u32, (String, String)> {
+        gs.into_iter()
+            .flatten()
+            .map(|g| (g.id, (g.kind.clone(), g.buckets.clone())))
+            .collect()
+    };
+    let (og, ng) = (groups(og), groups(ng));
+    for id in og.keys().chain(ng.keys()) {
+        if og.get(id) != ng.get(id) {
+            bc.groups.insert(*id);
+        }
+    }
+    bc
+}
+
+fn same<T>(a: Option<&Vec<T>>, b: Option<&Vec<T>>, eq: impl Fn(&T, &T) -> bool) -> bool {
+    let (a, b) = (
+        a.map(Vec::as_slice).unwrap_or(&[]),
+        b.map(Vec::as_slice).unwrap_or(&[]),
+    );
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| eq(x, y))
+}
+
+fn same_flow(a: &FlowText, b: &FlowText) -> bool {
+    a.table == b.table
+        && a.priority == b.priority
+        && a.cookie == b.cookie
+        && a.matches == b.matches
+        && a.actions == b.actions
+}
+
+fn same_group(a: &GroupText, b: &GroupText) -> bool {
+    a.id == b.id && a.kind == b.kind && a.buckets == b.buckets
+}
+
+/// Rows equal in order, values and `file:line` (which counterexamples cite).
+fn same_rows(a: &[Row], b: &[Row]) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|(x, y)| x.vals == y.vals && x.at == y.at)
+}
+
+/// Instances (first column) whose load-balancer rows differ.
+fn changed_instances(old: &Artifacts, new: &Artifacts) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for rel in LB_RELATIONS {
+        let by_inst = |a: &Artifacts| {
+            let mut m: BTreeMap<String, BTreeSet<Vec<String>>> = BTreeMap::new();
+            for r in a.rows(rel) {
+                if let Some(i) = r.vals.first() {
+                    m.entry(i.clone()).or_default().insert(r.vals.clone());
+                }
+            }
+            m
+        };
+        let (o, n) = (by_inst(old), by_inst(new));
+        for i in o.keys().chain(n.keys()) {
+            if o.get(i) != n.get(i) {
+                out.insert(i.clone());
+            }
+        }
+    }
+    out
+}
+
+/// Policy changes: VMs (their own record, the ports they held), tenants
+/// (vnets, ACLs, multicast, DSR replies), VIPs and backends (by address).
+fn policy_changes(old: &Policy, new: &Policy, ch: &mut Changes) {
+    let vms = |p: &Policy| -> BTreeMap<(String, String), Vm> {
+        let mut m = BTreeMap::new();
+        for v in &p.vms {
+            m.entry(key(v)).or_insert_with(|| v.clone());
+        }
+        m
+    };
+    let (o, n) = (vms(old), vms(new));
+    let same_vm = |a: &Vm, b: &Vm| {
+        a.vni == b.vni && a.mac == b.mac && a.ip == b.ip && a.host == b.host && a.port == b.port
+    };
+    for k in o.keys().chain(n.keys()) {
+        let (a, b) = (o.get(k), n.get(k));
+        let differs = match (a, b) {
+            (Some(a), Some(b)) => !same_vm(a, b),
+            _ => true,
+        };
+        if !differs {
+            continue;
+        }
+        ch.vms.insert(k.clone());
+        ch.tenants.insert(k.0.clone());
+        for v in [a, b].into_iter().flatten() {
+            ch.ports.insert((v.host.clone(), v.port));
+        }
+    }
+    // who owns a port (the first VM there, in order)
+    let owners = |p: &Policy| -> BTreeMap<(String, u32), (String, String)> {
+        let mut m = BTreeMap::new();
+        for v in &p.vms {
+            m.entry((v.host.clone(), v.port)).or_insert_with(|| key(v));
+        }
+        m
+    };
+    let (oo, no) = (owners(old), owners(new));
+    for port in oo.keys().chain(no.keys()) {
+        if oo.get(port) != no.get(port) {
+            ch.ports.insert(port.clone());
+        }
+    }
+    let tenants: BTreeSet<&String> = o.keys().chain(n.keys()).map(|k| &k.0).collect();
+    for t in tenants {
+        let mcast = |p: &Policy| -> Vec<(u32, BTreeSet<String>)> {
+            p.mcast
+                .iter()
+                .filter(|((pt, _), _)| pt == t)
+                .map(|((_, g), m)| (*g, m.clone()))
+                .collect()
+        };
+        let dsr = |p: &Policy| -> Vec<(String, u8, u16)> {
+            p.dsr
+                .iter()
+                .filter(|(pt, ..)| pt == t)
+                .map(|(_, v, pr, po)| (v.clone(), *pr, *po))
+                .collect()
+        };
+        type AclKey = (i64, (u32, u8), (u32, u8), u8, u16, u16, bool);
+        let acls = |p: &Policy| -> Vec<AclKey> {
+            p.acls
+                .get(t)
+                .into_iter()
+                .flatten()
+                .map(|a| {
+                    // `at` only cites: a rule moved to another line is the same rule
+                    (a.priority, a.src, a.dst, a.proto, a.lo, a.hi, a.allow)
+                })
+                .collect()
+        };
+        if old.vnets.get(t) != new.vnets.get(t)
+            || acls(old) != acls(new)
+            || old.acl_default.get(t) != new.acl_default.get(t)
+            || mcast(old) != mcast(new)
+            || dsr(old) != dsr(new)
+        {
+            ch.tenants.insert(t.clone());
+        }
+    }
+    for a in old.vips.keys().chain(new.vips.keys()) {
+        if old.vips.get(a) != new.vips.get(a) {
+            ch.addresses.insert(*a);
+        }
+    }
+    for b in old.backends.symmetric_difference(&new.backends) {
+        ch.addresses.insert(b.0);
+    }
+}
