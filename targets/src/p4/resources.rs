@@ -12,7 +12,7 @@
 //!   table takes TCAM blocks `ceil(key bits / 44)` wide and `ceil(entries /
 //!   512)` deep (a range row counts its prefix expansion), plus SRAM for its
 //!   action data. Stages needed = the larger of the program's dependency
-//!   depth ([`TNA_LEVELS`]) and the blocks divided by the per-stage blocks.
+//!   depth (distinct [`TNA_LEVELS`] of the tables in use) and the blocks divided by the per-stage blocks.
 //!   A Tofino runs `p4/netc_tna.p4`, so its use includes the modulo tables
 //!   (`tna.rs`: up to 1,028 entries per distinct vector size n) and its
 //!   depth is [`TNA_LEVELS`].
@@ -65,7 +65,8 @@ const OVERHEAD_BITS: u64 = 4;
 
 /// The stage level of each table in `p4/netc_tna.p4`'s dependency graph (a
 /// table reads what tables of lower levels wrote; vip, route wait for the
-/// tables before them to miss). The modulo chain (one accumulator, so four
+/// tables before them to miss). A switch needs as many stages as distinct
+/// levels among its non-empty tables. The modulo chain (one accumulator, so four
 /// dependent tables, then the reduction) sits between the tables that pick
 /// `n` and the index tables.
 pub const TNA_LEVELS: &[(&str, u64)] = &[
@@ -312,12 +313,14 @@ pub fn usage(device: &str, entities: &[Entity], profile: Profile) -> SwitchUse {
         Profile::Tofino => {
             let sram: u64 = tables.iter().map(|u| u.sram_blocks).sum();
             let tcam: u64 = tables.iter().map(|u| u.tcam_blocks).sum();
+            // the dependency chain among the tables in use: an empty table
+            // is not placed, so the levels it would take are not needed
             let depth = TNA_LEVELS
                 .iter()
                 .filter(|(n, _)| tables.iter().any(|u| u.table == *n && u.entries > 0))
                 .map(|(_, l)| *l)
-                .max()
-                .unwrap_or(0);
+                .collect::<std::collections::BTreeSet<u64>>()
+                .len() as u64;
             let stages = depth
                 .max(sram.div_ceil(TOFINO_SRAM_PER_STAGE))
                 .max(tcam.div_ceil(TOFINO_TCAM_PER_STAGE));
