@@ -25,6 +25,7 @@ pub mod gen;
 pub mod agent;
 pub mod store;
 pub mod rollout;
+pub mod lab;
 pub mod serve;
 pub mod repl;
 pub mod commands;

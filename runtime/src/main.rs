@@ -361,6 +361,10 @@ enum Command {
     },
     /// The per-host agent: keeps the host's OVS bridge equal to its compiled flows, reports DIP health as facts.
     Agent(commands::agent::AgentArgs),
+    /// The local OVS lab (one ovs-vswitchd per host of the intent): up, status, stop.
+    Lab(commands::lab::LabArgs),
+    /// Show a packet's path and fate through the lab's real bridges, host by host.
+    Trace(commands::trace::TraceArgs),
 }
 
 fn main() -> ExitCode {
@@ -510,6 +514,8 @@ fn dispatch(cli: Cli) -> Outcome {
             state,
         } => commands::diff::run(from, to, state.as_deref(), verbose, json),
         Command::Agent(a) => commands::agent::run(a),
+        Command::Lab(a) => commands::lab::run(a),
+        Command::Trace(a) => commands::trace::run(a),
         Command::Serve(a) => commands::serve::run(a),
         Command::Repl(a) => commands::repl::run(a),
         Command::Run {
