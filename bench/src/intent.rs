@@ -1,0 +1,496 @@
+//! Network intent through a warm engine: the measurement behind
+//! `bench/suite.py` (issue 8).
+//!
+//! Expects: one intent file (e.g. from `netc gen --preset S|M|L`) that
+//! compiles with the standard rules.
+//! Guarantees, in one process and one JSON object:
+//! - **from scratch**: load (parse, check, lower) + evaluate (engine and the
+//!   VIP placement built-in) + render every device's artifacts in memory
+//!   (`netc_targets::render_all`, not written to disk), each timed;
+//! - **warm changes**: six kinds of single intent change — add a VM, remove
+//!   a DIP, add an ACL rule, move a VM to another host, add a VIP, fail a
+//!   DIP — each timed from the `Engine::commit` call to the rendered
+//!   per-device deltas: the changed rows of every located output relation,
+//!   grouped by device and rendered by every target that consumes them
+//!   (inserted and deleted rows separately). Adding a VIP also runs the
+//!   placement's incremental update and commits its delta. Every measured
+//!   change is undone (untimed) before the next, so all samples start from
+//!   the same state, and the engine's output sizes are checked to be back
+//!   to the from-scratch sizes at the end;
+//! - **the same changes from scratch**: for a few samples, the intent facts
+//!   with the change applied are evaluated and rendered by a fresh engine
+//!   (the warm engine is dropped first, so the two never coexist).
+
+use crate::measure;
+use netc_compiler::plan::{Plan, RelId};
+use netc_compiler::value::{Row, Sym, Value};
+use netc_runtime::engine::{Changes, Diff, Engine, Transaction};
+use netc_runtime::intent;
+use netc_runtime::placement::{Placement, VipChange};
+use netc_targets::DeviceRows;
+use serde_json::{json, Value as Json};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+pub struct IntentArgs {
+    pub intent: PathBuf,
+    /// Measured changes per kind.
+    pub changes: usize,
+    /// From-scratch re-evaluations with one change applied (0 to skip).
+    pub scratch_samples: usize,
+    pub workers: usize,
+}
+
+/// The six kinds of change, in report order.
+const KINDS: [&str; 6] = [
+    "add_vm",
+    "remove_dip",
+    "add_acl",
+    "move_vm",
+    "add_vip",
+    "fail_dip",
+];
+
+/// One change: untimed setup, the timed transaction, untimed undo.
+struct Step {
+    setup: Vec<(RelId, Row, Diff)>,
+    timed: Vec<(RelId, Row, Diff)>,
+    undo: Vec<(RelId, Row, Diff)>,
+    /// For `add_vip`: the endpoint the placement must remove/re-add.
+    vip: Option<std::net::Ipv4Addr>,
+}
+
+struct Rels {
+    vm: RelId,
+    vm_port: RelId,
+    dip_pool: RelId,
+    dip_health: RelId,
+    acl: RelId,
+    vip: RelId,
+    host: RelId,
+    vip_placement: Option<RelId>,
+}
+
+fn rel(plan: &Plan, name: &str) -> Result<RelId, String> {
+    plan.relation_id(name)
+        .ok_or_else(|| format!("the rules have no relation `{name}`"))
+}
+
+fn secs(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64()
+}
+
+pub fn run(a: &IntentArgs) -> Result<Json, String> {
+    let t_load = Instant::now();
+    let c = intent::load(std::slice::from_ref(&a.intent), None)
+        .map_err(|e| format!("cannot read {}: {e}", a.intent.display()))?;
+    if c.diagnostics.error_count() > 0 {
+        return Err(format!(
+            "{} does not compile:\n{}",
+            a.intent.display(),
+            c.diagnostics.render_all(&c.sources)
+        ));
+    }
+    let plan = Arc::new(c.plan.ok_or("no plan despite no errors")?);
+    let load_s = secs(t_load);
+    eprintln!("[intent] loaded in {load_s:.2} s");
+
+    let t_eval = Instant::now();
+    let (mut engine, placement) = evaluate(plan.clone(), a.workers)?;
+    let eval_s = secs(t_eval);
+    let rss_after_eval = measure::peak_rss_mib();
+    eprintln!("[intent] evaluated in {eval_s:.2} s");
+    let t_render = Instant::now();
+    let artifacts = render_everything(&plan, &engine)?;
+    let render_s = secs(t_render);
+    eprintln!("[intent] rendered {artifacts} artifacts in {render_s:.2} s");
+    let outputs = intent::located_outputs(&plan);
+    let sizes_before: Vec<usize> = outputs.iter().map(|&r| engine.len(r)).collect();
+    // The largest relations (derived and base): where the memory goes.
+    let mut sizes: Vec<(usize, String)> = (0..plan.relations.len())
+        .map(|r| (engine.len(r), plan.relations[r].name.clone()))
+        .collect();
+    sizes.sort_unstable_by(|a, b| b.cmp(a));
+    let total_rows: usize = sizes.iter().map(|s| s.0).sum();
+    let largest: Vec<Json> = sizes
+        .iter()
+        .take(15)
+        .map(|(n, name)| json!({"relation": name, "rows": n}))
+        .collect();
+    let ovs_flow = plan.relation_id("ovs_flow");
+    let flows = ovs_flow.map_or(0, |r| engine.len(r));
+    let vms = plan.relation_id("vm").map_or(0, |r| engine.len(r));
+
+    let rels = Rels {
+        vm: rel(&plan, "vm")?,
+        vm_port: rel(&plan, "vm_port")?,
+        dip_pool: rel(&plan, "dip_pool")?,
+        dip_health: rel(&plan, "dip_health")?,
+        acl: rel(&plan, "acl")?,
+        vip: rel(&plan, "vip")?,
+        host: rel(&plan, "host")?,
+        vip_placement: plan.relation_id("vip_placement"),
+    };
+    let mut placement = placement;
+    let mut kinds = serde_json::Map::new();
+    let mut scratch_steps: Vec<(String, Step)> = Vec::new();
+    let t_changes = Instant::now();
+    for kind in KINDS {
+        let steps = make_steps(kind, &engine, &rels, a.changes);
+        if steps.is_empty() {
+            kinds.insert(kind.into(), json!({"skipped": "no facts of this kind"}));
+            continue;
+        }
+        let mut lat = Vec::with_capacity(steps.len());
+        let mut rows_changed = Vec::with_capacity(steps.len());
+        let mut devices = Vec::with_capacity(steps.len());
+        let mut bytes = 0usize;
+        let mut dataflow_ms = Vec::with_capacity(steps.len());
+        let mut records = Vec::with_capacity(steps.len());
+        for s in &steps {
+            commit(&mut engine, &s.setup)?;
+            if let (Some(ep), Some(p), Some(vp)) = (s.vip, placement.as_mut(), rels.vip_placement) {
+                let d = p.update(vec![VipChange::Remove(ep)]);
+                engine
+                    .commit(d.transaction(vp))
+                    .map_err(|e| e.to_string())?;
+            }
+            let spec = s
+                .vip
+                .and_then(|ep| original_spec(&placement, ep).map(|sp| (ep, sp)));
+            let t = Instant::now();
+            let mut ch = commit(&mut engine, &s.timed)?;
+            if let (Some((ep, spec)), Some(p), Some(vp)) =
+                (spec, placement.as_mut(), rels.vip_placement)
+            {
+                let d = p.update(vec![VipChange::Set(ep, spec)]);
+                let more = engine
+                    .commit(d.transaction(vp))
+                    .map_err(|e| e.to_string())?;
+                for (r, v) in more.by_rel {
+                    ch.by_rel.entry(r).or_default().extend(v);
+                }
+            }
+            let flow_ms = engine.stats().last.dataflow.as_secs_f64() * 1e3;
+            let recs = engine.stats().last.records as f64;
+            let (n_dev, n_bytes) = render_delta(&plan, &outputs, &ch)?;
+            lat.push(t.elapsed().as_secs_f64() * 1e3);
+            dataflow_ms.push(flow_ms);
+            records.push(recs);
+            rows_changed.push(outputs.iter().map(|&r| ch.get(r).len()).sum::<usize>() as f64);
+            devices.push(n_dev as f64);
+            bytes += n_bytes;
+            commit(&mut engine, &s.undo)?;
+        }
+        let mut sorted = lat.clone();
+        sorted.sort_by(f64::total_cmp);
+        eprintln!(
+            "[intent] {kind}: {} changes, p50 {:.3} ms, p99 {:.3} ms",
+            lat.len(),
+            measure::percentile(&sorted, 50.0),
+            measure::percentile(&sorted, 99.0)
+        );
+        kinds.insert(
+            kind.into(),
+            json!({
+                "n": lat.len(),
+                "latency_ms": ms_summary(&lat),
+                "last_commit_dataflow_ms": ms_summary(&dataflow_ms),
+                "last_commit_records": ms_summary(&records),
+                "samples_ms": lat,
+                "output_rows_changed": ms_summary(&rows_changed),
+                "devices_touched": ms_summary(&devices),
+                "rendered_bytes_total": bytes,
+            }),
+        );
+        if let Some(s) = steps.into_iter().next() {
+            scratch_steps.push((kind.to_string(), s));
+        }
+    }
+    let changes_s = secs(t_changes);
+    let sizes_after: Vec<usize> = outputs.iter().map(|&r| engine.len(r)).collect();
+    let restored = sizes_before == sizes_after;
+    let differing: Vec<Json> = outputs
+        .iter()
+        .zip(sizes_before.iter().zip(&sizes_after))
+        .filter(|(_, (b, a))| b != a)
+        .map(|(&r, (b, a))| json!({"relation": plan.relations[r].name, "before": b, "after": a}))
+        .collect();
+    let rss_end_warm = measure::peak_rss_mib();
+    drop(engine);
+    drop(placement);
+
+    let mut scratch = Vec::new();
+    for (kind, s) in scratch_steps.iter().take(a.scratch_samples) {
+        let mut p = (*plan).clone();
+        apply_to_facts(&mut p, &s.setup);
+        apply_to_facts(&mut p, &s.timed);
+        let t = Instant::now();
+        let (e, _) = evaluate(Arc::new(p), a.workers)?;
+        let p = e.plan().clone();
+        render_everything(&p, &e)?;
+        let took = secs(t);
+        eprintln!("[intent] from scratch with one {kind}: {took:.2} s");
+        scratch.push(json!({"kind": kind, "seconds": took}));
+    }
+
+    Ok(json!({
+        "intent": a.intent.display().to_string(),
+        "workers": a.workers,
+        "vms": vms,
+        "ovs_flows": flows,
+        "artifacts": artifacts,
+        "relation_rows_total": total_rows,
+        "largest_relations": largest,
+        "from_scratch": {
+            "load_s": load_s,
+            "evaluate_s": eval_s,
+            "render_s": render_s,
+            "total_s": load_s + eval_s + render_s,
+            "peak_rss_mib_after_evaluate": rss_after_eval,
+        },
+        "changes": kinds,
+        "changes_wall_s": changes_s,
+        "outputs_restored": restored,
+        "outputs_differing": differing,
+        "peak_rss_mib_warm": rss_end_warm,
+        "scratch_with_change": scratch,
+        "peak_rss_mib_end": measure::peak_rss_mib(),
+        "cpu_s": measure::cpu_seconds(),
+    }))
+}
+
+/// `intent::evaluate`, keeping the placement for incremental updates.
+fn evaluate(plan: Arc<Plan>, workers: usize) -> Result<(Engine, Option<Placement>), String> {
+    let mut engine = Engine::new(plan, workers).map_err(|e| e.to_string())?;
+    engine
+        .commit(Transaction::new())
+        .map_err(|e| e.to_string())?;
+    let placement = netc_runtime::placement::place_into(&mut engine).map_err(|e| e.to_string())?;
+    Ok((engine, placement))
+}
+
+/// `{n, p50, p90, p99, max, mean}` of samples, in their own unit.
+fn ms_summary(samples: &[f64]) -> Json {
+    let mut s = samples.to_vec();
+    s.sort_by(f64::total_cmp);
+    let mean = s.iter().sum::<f64>() / s.len().max(1) as f64;
+    json!({
+        "n": s.len(),
+        "p50": measure::percentile(&s, 50.0),
+        "p90": measure::percentile(&s, 90.0),
+        "p99": measure::percentile(&s, 99.0),
+        "max": s.last().copied().unwrap_or(f64::NAN),
+        "mean": mean,
+    })
+}
+
+fn original_spec(
+    placement: &Option<Placement>,
+    ep: std::net::Ipv4Addr,
+) -> Option<netc_runtime::placement::VipSpec> {
+    placement.as_ref()?.model().vips.get(&ep).cloned()
+}
+
+fn commit(engine: &mut Engine, changes: &[(RelId, Row, Diff)]) -> Result<Changes, String> {
+    let tx = Transaction {
+        changes: changes.to_vec(),
+    };
+    engine.commit(tx).map_err(|e| e.to_string())
+}
+
+fn render_everything(plan: &Plan, engine: &Engine) -> Result<usize, String> {
+    let outs = intent::located_outputs(plan);
+    let devices = netc_targets::group_by_device(plan, &outs, |r| engine.contents(r));
+    let a = netc_targets::render_all(&devices).map_err(|e| e.to_string())?;
+    Ok(a.len())
+}
+
+/// Renders the changed located rows per device: returns (devices, bytes).
+fn render_delta(plan: &Plan, outputs: &[RelId], ch: &Changes) -> Result<(usize, usize), String> {
+    let mut bytes = 0;
+    let mut touched = 0;
+    for sign in [1isize, -1] {
+        let rows_of = |r: RelId| -> Vec<Row> {
+            ch.get(r)
+                .iter()
+                .filter(|(_, d)| d.signum() == sign)
+                .map(|(row, _)| row.clone())
+                .collect()
+        };
+        let devices: BTreeMap<String, DeviceRows> =
+            netc_targets::group_by_device(plan, outputs, rows_of);
+        touched = touched.max(devices.len());
+        for a in netc_targets::render_all(&devices).map_err(|e| e.to_string())? {
+            bytes += a.contents.len();
+        }
+    }
+    Ok((touched, bytes))
+}
+
+fn apply_to_facts(plan: &mut Plan, changes: &[(RelId, Row, Diff)]) {
+    for (r, row, d) in changes {
+        match d {
+            Diff::Insert => plan.facts.push((*r, row.clone())),
+            Diff::Delete => plan.facts.retain(|(fr, frow)| !(fr == r && frow == row)),
+        }
+    }
+}
+
+/// `n` evenly spread picks from `v` (deterministic).
+fn spread<T: Clone>(v: &[T], n: usize) -> Vec<T> {
+    if v.is_empty() {
+        return Vec::new();
+    }
+    let n = n.min(v.len());
+    (0..n).map(|i| v[i * v.len() / n].clone()).collect()
+}
+
+fn sym(v: &Value) -> Option<Sym> {
+    match v {
+        Value::Symbol(s) => Some(*s),
+        _ => None,
+    }
+}
+
+fn make_steps(kind: &str, e: &Engine, r: &Rels, n: usize) -> Vec<Step> {
+    use Diff::{Delete as D, Insert as I};
+    let vms = e.base_facts(r.vm);
+    let ports = e.base_facts(r.vm_port);
+    // vm_port(host, tenant, vm, ofport) by (tenant, vm)
+    let port_of: BTreeMap<(Sym, Sym), Row> = ports
+        .iter()
+        .filter_map(|p| Some(((sym(&p[1])?, sym(&p[2])?), p.clone())))
+        .collect();
+    let vm_with_port: Vec<(Row, Row)> = vms
+        .iter()
+        .filter_map(|v| {
+            let p = port_of.get(&(sym(&v[0])?, sym(&v[1])?))?;
+            Some((v.clone(), p.clone()))
+        })
+        .collect();
+    let pools = e.base_facts(r.dip_pool);
+    let step = |setup, timed, undo| Step {
+        setup,
+        timed,
+        undo,
+        vip: None,
+    };
+    match kind {
+        "add_vm" => spread(&vm_with_port, n)
+            .into_iter()
+            .map(|(v, p)| {
+                step(
+                    vec![(r.vm, v.clone(), D), (r.vm_port, p.clone(), D)],
+                    vec![(r.vm, v, I), (r.vm_port, p, I)],
+                    vec![],
+                )
+            })
+            .collect(),
+        "remove_dip" => spread(&pools, n)
+            .into_iter()
+            .map(|p| {
+                step(
+                    vec![],
+                    vec![(r.dip_pool, p.clone(), D)],
+                    vec![(r.dip_pool, p, I)],
+                )
+            })
+            .collect(),
+        "add_acl" => spread(&e.base_facts(r.acl), n)
+            .into_iter()
+            .map(|a| step(vec![(r.acl, a.clone(), D)], vec![(r.acl, a, I)], vec![]))
+            .collect(),
+        "move_vm" => {
+            let hosts: Vec<Value> = e
+                .base_facts(r.host)
+                .into_iter()
+                .map(|h| h[0].clone())
+                .collect();
+            if hosts.len() < 2 {
+                return Vec::new();
+            }
+            spread(&vm_with_port, n)
+                .into_iter()
+                .enumerate()
+                .map(|(i, (v, p))| {
+                    let at = hosts.iter().position(|h| *h == v[4]).unwrap_or(0);
+                    let to = hosts[(at + 1 + i % (hosts.len() - 1)) % hosts.len()].clone();
+                    let mut v2 = v.clone();
+                    v2[4] = to.clone();
+                    let mut p2 = p.clone();
+                    p2[0] = to;
+                    // a fresh ofport on the new host (generated ones are small)
+                    p2[3] = Value::Number(60000 + (i % 5000) as i64);
+                    let there = vec![
+                        (r.vm, v.clone(), D),
+                        (r.vm_port, p.clone(), D),
+                        (r.vm, v2.clone(), I),
+                        (r.vm_port, p2.clone(), I),
+                    ];
+                    let back = vec![
+                        (r.vm, v2, D),
+                        (r.vm_port, p2, D),
+                        (r.vm, v, I),
+                        (r.vm_port, p, I),
+                    ];
+                    step(vec![], there, back)
+                })
+                .collect()
+        }
+        "add_vip" => {
+            let by_ep: BTreeMap<u32, Vec<Row>> = pools.iter().fold(BTreeMap::new(), |mut m, p| {
+                if let Value::Ipv4(ip) = p[0] {
+                    m.entry(ip).or_insert_with(Vec::new).push(p.clone());
+                }
+                m
+            });
+            let vips = e.base_facts(r.vip);
+            spread(&vips, n)
+                .into_iter()
+                .filter_map(|v| {
+                    let Value::Ipv4(ip) = v[1] else { return None };
+                    let mut rows = vec![(r.vip, v.clone())];
+                    rows.extend(
+                        by_ep
+                            .get(&ip)
+                            .into_iter()
+                            .flatten()
+                            .filter(|p| p[1] == v[2] && p[2] == v[3])
+                            .map(|p| (r.dip_pool, p.clone())),
+                    );
+                    Some(Step {
+                        setup: rows.iter().map(|(rr, x)| (*rr, x.clone(), D)).collect(),
+                        timed: rows.into_iter().map(|(rr, x)| (rr, x, I)).collect(),
+                        undo: vec![],
+                        vip: Some(std::net::Ipv4Addr::from(ip)),
+                    })
+                })
+                .collect()
+        }
+        "fail_dip" => {
+            let down = Value::Symbol(Sym::new("down"));
+            spread(&pools, n)
+                .into_iter()
+                .map(|p| {
+                    let h = vec![
+                        p[3].clone(),
+                        p[4].clone(),
+                        p[1].clone(),
+                        p[5].clone(),
+                        down.clone(),
+                    ];
+                    step(
+                        vec![],
+                        vec![(r.dip_health, h.clone(), I)],
+                        vec![(r.dip_health, h, D)],
+                    )
+                })
+                .filter(|s| !e.is_base_fact(r.dip_health, &s.timed[0].1))
+                .collect()
+        }
+        _ => Vec::new(),
+    }
+}
