@@ -60,7 +60,7 @@ pub fn roll_out(
     intended: &[DeviceOutput],
     previous: &[DeviceOutput],
     mut each: impl FnMut(&Target, &Pushed),
-) -> Result<Vec<(Target, Pushed)>, Failure> {
+) -> Result<Vec<(Target, Pushed)>, Box<Failure>> {
     let mut done: Vec<(Target, Pushed)> = Vec::new();
     for t in &inv.targets {
         match push::push(t, &carried(intended, t), &inv.defaults) {
@@ -84,11 +84,11 @@ pub fn roll_out(
                     }
                 }
                 restored.reverse();
-                return Err(Failure {
+                return Err(Box::new(Failure {
                     error,
                     restored,
                     not_restored,
-                });
+                }));
             }
         }
     }

@@ -238,15 +238,20 @@ fn wait(mut child: std::process::Child, timeout: Duration) -> Result<String, Str
     if status.success() {
         Ok(stderr)
     } else {
-        let last = stderr
+        // the client's message can span lines (the refused update, then the undo)
+        let message: Vec<&str> = stderr
             .lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("no message");
+            .map(|l| l.trim().trim_start_matches("error: "))
+            .filter(|l| !l.is_empty())
+            .collect();
         Err(format!(
             "the P4Runtime client failed (exit {}): {}",
             status.code().unwrap_or(-1),
-            last.trim().trim_start_matches("error: ")
+            if message.is_empty() {
+                "no message".to_string()
+            } else {
+                message.join(" / ")
+            }
         ))
     }
 }
