@@ -148,7 +148,8 @@ enum Command {
     /// Prove isolation and affinity on the artifacts that will be pushed (specs/invariants.md).
     #[command(after_help = concat!(
         "`netc verify INTENT...` compiles, then verifies; `--artifacts DIR [INTENT...]` verifies a directory written by `netc compile`\n",
-        "(against the intent when given, else against the host agents' rows). `--against OLD` (a previous artifact directory) adds AFF-2.\n\n",
+        "(against the intent when given, else against the host agents' rows). `--against OLD` (a previous artifact directory, or a\n",
+        "generation number of the store: `--against 3 --state .netc`) adds AFF-2 and PLAN-1.\n\n",
         "Incremental: `--since OLD` verifies the previous generation OLD in full, then re-verifies only what the change to DIR can\n",
         "affect (per sending VM, by what its traces read); the report is DIR's and equals a full verification of DIR. OLD's policy\n",
         "comes from `--since-intent FILE...` (the intent OLD was compiled from), else from the same intent, else from OLD's agent rows.\n",
@@ -163,9 +164,12 @@ enum Command {
         /// Verify this artifact directory instead of compiling the intent.
         #[arg(long, value_name = "DIR")]
         artifacts: Option<PathBuf>,
-        /// A previous generation's artifact directory: also check AFF-2 for the change.
-        #[arg(long, value_name = "DIR")]
+        /// A previous generation — an artifact directory, or a generation number in the store (--state): also check AFF-2 and PLAN-1.
+        #[arg(long, value_name = "DIR|GEN")]
         against: Option<PathBuf>,
+        /// The state directory of `--against GEN` (default .netc).
+        #[arg(long, value_name = "DIR")]
+        state: Option<PathBuf>,
         /// Verify the previous generation DIR first, then only what changed from it (needs --artifacts).
         #[arg(long, value_name = "DIR", requires = "artifacts")]
         since: Option<PathBuf>,
@@ -427,6 +431,7 @@ fn dispatch(cli: Cli) -> Outcome {
             against,
             since,
             since_intent,
+            state,
             json,
             junit,
             pcap,
@@ -438,6 +443,7 @@ fn dispatch(cli: Cli) -> Outcome {
             against: against.as_deref(),
             since: since.as_deref(),
             since_intent: &since_intent,
+            state: state.as_deref(),
             json,
             junit: junit.as_deref(),
             pcap: pcap.as_deref(),

@@ -22,6 +22,15 @@
 //!    or entry matched at each hop (`file:line`), and the rules and intent
 //!    facts behind them (through a [`Provenance`] the caller supplies).
 //!
+//! With a previous generation (`--against`), [`tables`] also checks AFF-2
+//! and [`plan`] the Duet part of PLAN-1 (a VIP moves between HMux switches
+//! through the SMuxes).
+//!
+//! [`incremental`] keeps a verified generation ([`incremental::Verifier`])
+//! and re-checks, after a change, only the VMs whose traces read what
+//! changed (`checks::check_vm` records each VM's footprint); its report
+//! equals a full verification's.
+//!
 //! [`predict`] runs one concrete packet through the same model (`netc
 //! predict`), hop by hop; tests compare it with OVS's `ofproto/trace`.
 //!

@@ -5,9 +5,12 @@
 //! `netc verify --artifacts DIR [INTENT...]` verifies an artifact directory
 //! (as `netc compile` wrote it, possibly edited by hand) — against the
 //! intent's facts when intent files are given, else against the rows the
-//! host agents receive. `--against OLD` also checks AFF-2 for the change
-//! from the artifact directory OLD (a previous generation; `netc apply`'s
-//! generation store will be accepted here once it exists).
+//! host agents receive. `--against OLD` also checks AFF-2 and PLAN-1 for
+//! the change from OLD: an artifact directory, or a generation number of
+//! the store (`--state DIR`, default `.netc`), rebuilt exactly as `netc
+//! compile` wrote it. `--since OLD` verifies OLD first and then re-checks
+//! only what the change to the verified directory can affect
+//! (`netc_verify::incremental`); the report is the same as a full one.
 //!
 //! Output: a human report on stdout (or `--json`), `--junit FILE` for CI,
 //! `--pcap FILE` the counterexample packets. Exit 0 proven, 1 violated,
@@ -32,6 +35,8 @@ pub struct VerifyArgs<'a> {
     /// A previous generation: verify it, then re-verify incrementally.
     pub since: Option<&'a Path>,
     pub since_intent: &'a [PathBuf],
+    /// The store of `--against GEN`.
+    pub state: Option<&'a Path>,
     pub json: bool,
     pub junit: Option<&'a Path>,
     pub pcap: Option<&'a Path>,
@@ -250,6 +255,34 @@ fn load(dir: &Path) -> Result<Artifacts, Outcome> {
     Artifacts::load(dir).map_err(|e| Outcome::InputError(e.to_string(), e.hint.clone()))
 }
 
+/// `--against`: an artifact directory, or a generation number of the store
+/// (rebuilt byte for byte into a temporary directory, read, removed).
+fn load_against(arg: &Path, state: Option<&Path>) -> Result<Artifacts, Outcome> {
+    let gen = arg.to_str().and_then(|t| t.parse::<i64>().ok());
+    let Some(id) = gen.filter(|_| !arg.exists()) else {
+        return load(arg);
+    };
+    let dir = state
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from(crate::store::DEFAULT_DIR));
+    let store_err = |e: crate::store::StoreError| {
+        let hint = e.hint().or_else(|| {
+            Some(format!(
+                "`--against {id}` reads generation {id} of the store in `{}`; `netc history` lists them (or pass an artifact directory)",
+                dir.display()
+            ))
+        });
+        Outcome::InputError(e.to_string(), hint)
+    };
+    let store = crate::store::Store::open_existing(&dir).map_err(store_err)?;
+    let tmp = std::env::temp_dir().join(format!("netc-against-{}-{id}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    let written = store.write_artifact_dir(id, &tmp).map_err(store_err);
+    let loaded = written.and_then(|_| load(&tmp));
+    let _ = std::fs::remove_dir_all(&tmp);
+    loaded
+}
+
 pub fn run(args: VerifyArgs) -> Outcome {
     match run_inner(&args) {
         Ok(o) | Err(o) => o,
@@ -295,7 +328,10 @@ fn run_inner(args: &VerifyArgs) -> Result<Outcome, Outcome> {
         let _ = std::fs::remove_dir_all(&dir);
     }
     let artifacts = artifacts?;
-    let against = args.against.map(load).transpose()?;
+    let against = args
+        .against
+        .map(|a| load_against(a, args.state))
+        .transpose()?;
     let policy = match &compiled {
         Some(c) => Policy::from_facts(&c.facts),
         None => Policy::from_artifacts(&artifacts),
