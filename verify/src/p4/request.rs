@@ -237,19 +237,20 @@ pub fn read_p4info(file: &str, text: &str) -> Result<P4Info, DecodeError> {
                                     }
                                     ("bitwidth", _) => bits = c.uint(h, 32)? as u32,
                                     ("match_type", Value::Ident(k)) => {
-                                        kind =
-                                            match k.as_str() {
-                                                "EXACT" => Kind::Exact,
-                                                "LPM" => Kind::Lpm,
-                                                "TERNARY" => Kind::Ternary,
-                                                "RANGE" => Kind::Range,
-                                                _ => return Err(c.err(
+                                        kind = match k.as_str() {
+                                            "EXACT" => Kind::Exact,
+                                            "LPM" => Kind::Lpm,
+                                            "TERNARY" => Kind::Ternary,
+                                            "RANGE" => Kind::Range,
+                                            _ => {
+                                                return Err(c.err(
                                                     h.at,
                                                     format!(
                                                         "match type {k} is not one netc.p4 uses"
                                                     ),
-                                                )),
+                                                ))
                                             }
+                                        }
                                     }
                                     _ => {}
                                 }
