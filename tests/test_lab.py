@@ -1,0 +1,158 @@
+"""The embedded default: the local OVS lab (`netc lab`) and `netc trace`, in real OVS.
+
+Each test starts its own lab in a temp state directory (one ovsdb-server +
+ovs-vswitchd --enable-dummy per quickstart host), and stops it with
+`netc lab stop`, then checks every pid it saw is gone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ovs_fixture import ensure_ovs
+
+pytestmark = pytest.mark.netc
+
+REPO = Path(__file__).resolve().parent.parent
+QUICKSTART = REPO / "examples" / "quickstart" / "intent.ndl"
+
+
+def netc(bin_: str, *args: str, env=None, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run([bin_, *args], capture_output=True, text=True, timeout=300, env=env, cwd=cwd)
+
+
+def pids(bin_: str, state: Path) -> dict[str, tuple[int | None, int | None]]:
+    r = netc(bin_, "lab", "status", "--state", str(state), "--json")
+    assert r.returncode == 0, r.stderr
+    return {h["host"]: (h["ovsdb_server"], h["ovs_vswitchd"]) for h in json.loads(r.stdout)["hosts"]}
+
+
+def alive(pid: int) -> bool:
+    """A stopped daemon may linger as a zombie until init reaps it: that is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def stop(bin_: str, state: Path) -> None:
+    seen = [p for pair in pids(bin_, state).values() for p in pair if p]
+    r = netc(bin_, "lab", "stop", "--state", str(state), "--json")
+    assert r.returncode == 0, r.stderr
+    assert sorted(json.loads(r.stdout)["stopped"]) == sorted(seen)
+    assert not [p for p in seen if alive(p)]
+    assert not (state / "lab").exists()
+
+
+@pytest.fixture(scope="module")
+def lab(netc_bin, tmp_path_factory):
+    ensure_ovs()
+    state = tmp_path_factory.mktemp("lab") / "st"
+    r = netc(netc_bin, "lab", "up", str(QUICKSTART), "--state", str(state))
+    try:
+        assert r.returncode == 0, r.stderr
+        yield state
+    finally:
+        stop(netc_bin, state)
+
+
+def trace(bin_: str, state: Path, *args: str) -> tuple[int, dict]:
+    r = netc(bin_, "trace", *args, "--state", str(state), "--json")
+    assert r.returncode in (0, 1), r.stderr
+    return r.returncode, json.loads(r.stdout)
+
+
+def test_lab_up_is_idempotent(netc_bin, lab):
+    before = pids(netc_bin, lab)
+    assert set(before) == {"h1", "h2", "h3", "h4"}
+    assert all(a and b and alive(a) and alive(b) for a, b in before.values())
+    r = netc(netc_bin, "lab", "up", str(QUICKSTART), "--state", str(lab))
+    assert r.returncode == 0, r.stderr
+    assert pids(netc_bin, lab) == before
+
+
+def test_same_tenant_is_delivered_over_vxlan_with_its_vni(netc_bin, lab):
+    rc, t = trace(netc_bin, lab, "acme/web1", "acme/web2", "tcp/80")
+    assert rc == 0 and t["reached"]
+    assert [h["host"] for h in t["hops"]] == ["h1", "h3"]
+    assert t["hops"][1]["ingress"]["tunnel"] == [5001, "192.168.0.11", "192.168.0.13"]
+    assert t["fates"] == [{"fate": "delivered", "host": "h3", "ofport": 10, "tenant": "acme", "vm": "web2"}]
+    assert all(tb["cookie"] for h in t["hops"] for tb in h["tables"])
+
+
+def test_acl_denied_pair_is_dropped_at_the_acl_table(netc_bin, lab):
+    rc, t = trace(netc_bin, lab, "web1", "db1", "tcp/22")
+    assert rc == 1 and not t["reached"]
+    [fate] = t["fates"]
+    assert (fate["fate"], fate["host"], fate["table"]) == ("dropped", "h1", 20)
+    assert int(fate["cookie"], 16) >> 56 == 3  # concern 3 = acl.ndl
+    rc, _ = trace(netc_bin, lab, "web1", "db1", "tcp/5432")
+    assert rc == 0  # the control: the allowed port gets through
+
+
+@pytest.mark.parametrize("src,dst", [("globex/app1", "acme/web2"), ("acme/web1", "globex/app2")])
+def test_cross_tenant_with_overlapping_addresses_is_never_delivered(netc_bin, lab, src, dst):
+    rc, t = trace(netc_bin, lab, src, dst, "tcp/80")
+    assert rc == 1 and not t["reached"]
+    tenant = src.split("/")[0]
+    assert all(f.get("tenant", tenant) == tenant for f in t["fates"])
+
+
+@pytest.mark.parametrize("sport", ["40001", "40002", "40003"])
+def test_vip_reaches_a_dip_through_the_mux(netc_bin, lab, sport):
+    rc, t = trace(netc_bin, lab, "db1", "203.0.113.10", "tcp/80", "--sport", sport)
+    assert rc == 0
+    mux = [h["ingress"]["mux"] for h in t["hops"] if h["ingress"]["mux"]]
+    assert len(mux) == 1 and mux[0]["dip"] in ("10.1.1.11", "10.1.1.12")
+    [fate] = t["fates"]
+    assert fate["fate"] == "delivered" and fate["tenant"] == "acme"
+    assert fate["vm"] == {"10.1.1.11": "web1", "10.1.1.12": "web2"}[mux[0]["dip"]]
+
+
+def test_ports_follow_an_intent_change(netc_bin, tmp_path):
+    ensure_ovs()
+    state = tmp_path / "st"
+    text = QUICKSTART.read_text()
+    changed = tmp_path / "intent.ndl"
+    changed.write_text(text.replace('vm_port("h1", "globex", "app1", 11).\n', "")
+                       + 'vm("acme", "web3", 02:00:00:00:01:04, 10.1.1.13, "h2").\n'
+                       + 'vm_port("h2", "acme", "web3", 12).\n')
+    try:
+        assert netc(netc_bin, "lab", "up", str(QUICKSTART), "--state", str(state)).returncode == 0
+        r = netc(netc_bin, "lab", "up", str(changed), "--state", str(state))
+        assert r.returncode == 0, r.stderr
+        ports = {}
+        for h in ("h1", "h2"):
+            out = subprocess.run(["ovs-vsctl", f"--db=unix:{state}/lab/{h}/db.sock", "list-ports", "br-int"],
+                                 capture_output=True, text=True, timeout=30, check=True).stdout
+            ports[h] = sorted(p for p in out.split() if p.startswith("vm"))
+        assert ports == {"h1": ["vm10"], "h2": ["vm10", "vm12"]}
+        rc, t = trace(netc_bin, state, "acme/web1", "acme/web3", "tcp/80")
+        assert rc == 0 and t["fates"][0]["host"] == "h2"
+    finally:
+        stop(netc_bin, state)
+
+
+def test_missing_ovs_is_named_with_the_fix(netc_bin, tmp_path):
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    for tool in ("cat", "sh"):  # a PATH with no OVS at all
+        os.symlink(shutil.which(tool), bindir / tool)
+    env = dict(os.environ, PATH=str(bindir))
+    r = netc(netc_bin, "lab", "up", str(QUICKSTART), "--state", str(tmp_path / "st"), env=env)
+    assert r.returncode == 2
+    assert "Open vSwitch is not installed" in r.stderr and "ovs-vswitchd" in r.stderr
+    assert "apt-get install -y openvswitch-switch" in r.stderr
+    assert "panicked" not in r.stderr and not (tmp_path / "st" / "lab" / "h1").exists()
+
+
+def test_trace_without_a_lab_says_how_to_start_one(netc_bin, tmp_path):
+    r = netc(netc_bin, "trace", "web1", "web2", "--state", str(tmp_path / "none"))
+    assert r.returncode == 2 and "no lab is running" in r.stderr and "netc apply" in r.stderr
