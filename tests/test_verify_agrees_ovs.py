@@ -121,7 +121,7 @@ def render(spec) -> str:
 # resolved against the intent by `build_packet`
 packet_specs = st.tuples(
     st.integers(0, 99),  # which VM sends (mod #VMs)
-    st.sampled_from(["vm", "vm", "vm", "spoof_ip", "spoof_mac", "arp", "arp_spoof", "mcast", "vip",
+    st.sampled_from(["vm", "own", "own", "spoof_ip", "spoof_mac", "arp", "arp_spoof", "mcast", "vip",
                      "random_dst", "tunnel"]),
     st.integers(0, 99),  # which destination (mod the candidates)
     st.sampled_from([6, 6, 17, 1]),
@@ -138,8 +138,11 @@ def build_packet(spec, ps):
     a = vms[who % len(vms)]
     ips = sorted({v[3] for v in vms}) + ["10.1.3.3"]
     h = {"eth_src": a[2], "eth_dst": ROUTER, "ip_src": a[3], "proto": proto}
+    own = [v[3] for v in vms if v[0] == a[0] and v is not a] or ips
     if kind == "vm" or kind == "tunnel":
         h["ip_dst"] = ips[dst_i % len(ips)]
+    elif kind == "own":  # a same-tenant VM: what the ACLs decide about
+        h["ip_dst"] = own[dst_i % len(own)]
     elif kind == "spoof_ip":
         h["ip_dst"], h["ip_src"] = ips[dst_i % len(ips)], ips[(dst_i + 1) % len(ips)]
     elif kind == "spoof_mac":
@@ -147,7 +150,12 @@ def build_packet(spec, ps):
     elif kind == "mcast":
         h["ip_dst"] = ["239.1.1.1", "239.1.1.2", "224.0.0.5"][dst_i % 3]
     elif kind == "vip":
-        h["ip_dst"] = [v[1] for v in vips][dst_i % len(vips)] if vips else "203.0.113.10"
+        mine = [v for v in vips if v[0] == a[0]] or vips
+        if mine and dst_i % 4:  # mostly the VIP's own protocol and port
+            v = mine[dst_i % len(mine)]
+            h["ip_dst"], h["proto"], proto, dport = v[1], v[2], v[2], v[3]
+        else:
+            h["ip_dst"] = "203.0.113.10"
     elif kind == "random_dst":
         h["ip_dst"] = f"{1 + dst_i}.{dst_i * 7 % 256}.0.{dst_i}"
     if kind in ("arp", "arp_spoof"):
