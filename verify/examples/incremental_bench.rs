@@ -47,9 +47,11 @@ fn args() -> Result<Args, String> {
             "--schema" => a.schema = v()?.into(),
             "--changes" => a.changes = v()?.parse().map_err(|e| format!("--changes: {e}"))?,
             "--json" => a.json = Some(v()?.into()),
-            _ => return Err(format!(
+            _ => {
+                return Err(format!(
                 "unknown argument `{k}` (--artifacts DIR --intent FILE [--changes N] [--json OUT])"
-            )),
+            ))
+            }
         }
     }
     if a.artifacts.as_os_str().is_empty() || a.intent.as_os_str().is_empty() {
