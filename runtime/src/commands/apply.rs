@@ -106,12 +106,27 @@ pub fn load_inventory(p: &Path) -> Result<Inventory, Outcome> {
     Inventory::load(p).map_err(|e| Outcome::InputError(e.to_string(), e.hint.clone()))
 }
 
-/// The devices when no inventory is given: the local lab.
-fn default_inventory(_state: &Path, _s: &Staged) -> Result<Inventory, Outcome> {
-    Err(Outcome::InputError(
-        "no --inventory given, and this netc has no local lab to apply to".into(),
-        Some("pass --inventory FILE (format: `netc apply --help`)".into()),
-    ))
+/// The devices when no inventory is given: the local lab (`crate::lab`),
+/// one OVS bridge per host of the intent, started (or kept) under the state
+/// directory; exit 2 saying exactly what is missing when OVS is not installed.
+fn default_inventory(state: &Path, s: &Staged) -> Result<Inventory, Outcome> {
+    let Some(ev) = &s.evaluated else {
+        return Err(Outcome::InputError(
+            "the local lab needs the evaluated intent".into(),
+            Some("pass --inventory FILE".into()),
+        ));
+    };
+    let topo = crate::lab::Topology::from_engine(&ev.plan, &ev.engine);
+    let bridges = crate::lab::ensure(state, &topo).map_err(|e| {
+        Outcome::InputError(
+            format!("the local lab (no --inventory given): {e}"),
+            Some(
+                "or pass --inventory FILE to apply to your own devices (`netc apply --help`)"
+                    .into(),
+            ),
+        )
+    })?;
+    Ok(Inventory::of_bridges(&bridges))
 }
 
 /// Journal, push, commit (or put back): steps 2–4 of the module map, shared
