@@ -424,7 +424,7 @@ def fabric():
             print(f"\nsoak: {COUNT}")
 
 
-@settings(max_examples=SOAK or 15, deadline=None, derandomize=not SOAK,
+@settings(max_examples=SOAK or 40, deadline=None, derandomize=not SOAK,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(spec=intents(), packets=st.lists(packet_specs, min_size=6, max_size=12))
 # found by this test: a VM sending to its own address — OVS skips the output
