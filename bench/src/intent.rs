@@ -404,11 +404,7 @@ fn make_steps(kind: &str, e: &Engine, r: &Rels, n: usize) -> Vec<Step> {
             .map(|a| step(vec![(r.acl, a.clone(), D)], vec![(r.acl, a, I)], vec![]))
             .collect(),
         "move_vm" => {
-            let hosts: Vec<Value> = e
-                .base_facts(r.host)
-                .into_iter()
-                .map(|h| h[0].clone())
-                .collect();
+            let hosts: Vec<Value> = e.base_facts(r.host).into_iter().map(|h| h[0]).collect();
             if hosts.len() < 2 {
                 return Vec::new();
             }
@@ -417,9 +413,9 @@ fn make_steps(kind: &str, e: &Engine, r: &Rels, n: usize) -> Vec<Step> {
                 .enumerate()
                 .map(|(i, (v, p))| {
                     let at = hosts.iter().position(|h| *h == v[4]).unwrap_or(0);
-                    let to = hosts[(at + 1 + i % (hosts.len() - 1)) % hosts.len()].clone();
+                    let to = hosts[(at + 1 + i % (hosts.len() - 1)) % hosts.len()];
                     let mut v2 = v.clone();
-                    v2[4] = to.clone();
+                    v2[4] = to;
                     let mut p2 = p.clone();
                     p2[0] = to;
                     // a fresh ofport on the new host (generated ones are small)
@@ -475,13 +471,7 @@ fn make_steps(kind: &str, e: &Engine, r: &Rels, n: usize) -> Vec<Step> {
             spread(&pools, n)
                 .into_iter()
                 .map(|p| {
-                    let h = vec![
-                        p[3].clone(),
-                        p[4].clone(),
-                        p[1].clone(),
-                        p[5].clone(),
-                        down.clone(),
-                    ];
+                    let h = vec![p[3], p[4], p[1], p[5], down];
                     step(
                         vec![],
                         vec![(r.dip_health, h.clone(), I)],
