@@ -36,3 +36,5 @@ fi
 
 step "Benchmark smoke (fails only on a crash or answers that differ from clingo's)"
 python3 bench/run.py --quick --check --skip-build
+# issue 8's suite on netc gen S, 50 changes per kind (~25-60 s); fails only on a crash
+python3 bench/suite.py --quick --skip-build --out "$(mktemp -d)/suite-quick.json"
