@@ -97,22 +97,19 @@ pub fn reconcile(
         if have.contains(&name.as_str()) {
             continue;
         }
-        change.extend(
-            [
-                "--".into(),
-                "add-port".into(),
-                BRIDGE.into(),
-                name.clone(),
-                "--".into(),
-                "set".into(),
-                "interface".into(),
-                name.clone(),
-                "type=dummy".into(),
-                format!("ofport_request={}", p.ofport),
-                format!("options:tx_pcap={dir}/{name}.pcap"),
-            ]
-            .into_iter(),
-        );
+        change.extend([
+            "--".into(),
+            "add-port".into(),
+            BRIDGE.into(),
+            name.clone(),
+            "--".into(),
+            "set".into(),
+            "interface".into(),
+            name.clone(),
+            "type=dummy".into(),
+            format!("ofport_request={}", p.ofport),
+            format!("options:tx_pcap={dir}/{name}.pcap"),
+        ]);
     }
     if change.len() > 2 {
         let argv: Vec<&str> = change.iter().map(String::as_str).collect();

@@ -259,13 +259,14 @@ fn follow(
             p.tp_dst,
         );
         let n = mv.members.len() as u32;
-        let Some(m) = (n > 0).then(|| &mv.members[(hash % n) as usize]) else {
+        if n == 0 {
             t.fates.push(Fate::MuxNoMember {
                 mux: mv.mux.clone(),
                 vip: mv.vip,
             });
             return;
-        };
+        }
+        let m = &mv.members[(hash % n) as usize];
         let step = MuxStep {
             mux: mv.mux.clone(),
             vip: mv.vip,
