@@ -225,7 +225,9 @@ impl HostDir {
             );
             let until = Instant::now() + Duration::from_secs(wait);
             while Instant::now() < until {
-                if !is_ours(pid, &self.dir) {
+                // not the cmdline test: an exiting process loses its cmdline
+                // before it is gone
+                if has_exited(pid) {
                     let _ = std::fs::remove_file(self.pidfile(daemon));
                     return Ok(Some(pid));
                 }
@@ -281,6 +283,19 @@ fn is_ours(pid: u32, dir: &Path) -> bool {
         .unwrap_or(false);
     let needle = dir.to_string_lossy();
     !zombie && String::from_utf8_lossy(&cmdline).contains(needle.as_ref())
+}
+
+/// True when the process no longer runs: no /proc entry, or a zombie
+/// (detached daemons are reaped by init, maybe later).
+fn has_exited(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .and_then(|r| r.split_whitespace().next())
+            .is_some_and(|state| state == "Z" || state == "X"),
+        Err(_) => true,
+    }
 }
 
 /// Waits for a child; `Err(None)` when the deadline passed (it was killed).
