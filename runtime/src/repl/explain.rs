@@ -352,6 +352,9 @@ fn render_into(n: &Node, indent: usize, out: &mut String) {
     let pad = "  ".repeat(indent);
     let how = match (&n.rule, &n.leaf) {
         (Some(r), _) => format!("by the rule at {r}"),
+        (None, Some(Leaf::Fact(at))) if at.starts_with("<netc>") => {
+            format!("fact of the standard rules at {at}")
+        }
         (None, Some(Leaf::Fact(at))) => format!("intent fact at {at}"),
         (None, Some(Leaf::Placement)) => {
             "written by the placement built-in (specs/intent.md §5)".into()
