@@ -352,7 +352,9 @@ enum Command {
         state: Option<PathBuf>,
     },
     /// Per-device adds and removes between two stored generations.
-    #[command(after_help = "Example: netc diff 3 4 -v\n\nExit codes: 0 success · 2 usage, unknown generation or state error")]
+    #[command(
+        after_help = "Example: netc diff 3 4 -v\n\nExit codes: 0 success · 2 usage, unknown generation or state error"
+    )]
     Diff {
         from: i64,
         to: i64,
@@ -520,10 +522,10 @@ fn dispatch(cli: Cli) -> Outcome {
             state,
         } => commands::diff::run(from, to, state.as_deref(), verbose, json),
         Command::Agent(a) => commands::agent::run(a),
-        Command::Lab(a) => commands::lab::run(a),
-        Command::Trace(a) => commands::trace::run(a),
         Command::Serve(a) => commands::serve::run(a),
         Command::Repl(a) => commands::repl::run(a),
+        Command::Lab(a) => commands::lab::run(a),
+        Command::Trace(a) => commands::trace::run(a),
         Command::Run {
             files,
             facts,
