@@ -64,28 +64,7 @@ pub fn build(
         .collect();
     let devices = netc_targets::group_by_device(plan, &located, |r| ev.engine.contents(r));
     let artifacts = netc_targets::render_all(&devices)?;
-    let mut outputs: Vec<DeviceOutput> = artifacts
-        .into_iter()
-        .map(|a| {
-            let kind = a
-                .path
-                .components()
-                .next()
-                .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let device = Path::new(&a.path)
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            DeviceOutput {
-                device,
-                kind,
-                path: a.path.to_string_lossy().replace('\\', "/"),
-                text: a.contents,
-                pushed: false,
-            }
-        })
-        .collect();
+    let mut outputs: Vec<DeviceOutput> = artifacts.into_iter().map(device_output).collect();
     outputs.sort_by(|a, b| (&a.device, &a.path).cmp(&(&b.device, &b.path)));
     Ok(NewGeneration {
         files,
@@ -94,6 +73,27 @@ pub fn build(
         relations,
         ..NewGeneration::default()
     })
+}
+
+/// One rendered artifact as the store keeps it: the device is the file's
+/// stem, the kind its top directory (`ovs`, `p4`, `host`); not yet pushed.
+pub fn device_output(a: netc_targets::Artifact) -> DeviceOutput {
+    DeviceOutput {
+        device: a
+            .path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        kind: a
+            .path
+            .components()
+            .next()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        path: a.path.to_string_lossy().replace('\\', "/"),
+        text: a.contents,
+        pushed: false,
+    }
 }
 
 /// Writes a candidate as an artifact directory (what `netc compile` writes).

@@ -109,26 +109,11 @@ pub fn generation(
         devices.retain(|d, _| touched.contains(d));
         outputs.extend(old.iter().filter(|o| !touched.contains(&o.device)).cloned());
     }
-    outputs.extend(netc_targets::render_all(&devices)?.into_iter().map(|a| {
-        let kind = a
-            .path
-            .components()
-            .next()
-            .map(|c| c.as_os_str().to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let device = a
-            .path
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        DeviceOutput {
-            device,
-            kind,
-            path: a.path.to_string_lossy().replace('\\', "/"),
-            text: a.contents,
-            pushed: false,
-        }
-    }));
+    outputs.extend(
+        netc_targets::render_all(&devices)?
+            .into_iter()
+            .map(crate::rollout::candidate::device_output),
+    );
     outputs.sort_by(|a, b| (&a.device, &a.path).cmp(&(&b.device, &b.path)));
     Ok(NewGeneration {
         files,
