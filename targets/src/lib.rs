@@ -19,6 +19,7 @@
 pub mod host;
 pub mod ovs;
 pub mod p4;
+pub mod process;
 
 use netc_compiler::plan::{Plan, RelId};
 use netc_compiler::value::{Row, Value};

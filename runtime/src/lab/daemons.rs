@@ -9,7 +9,7 @@
 //! host directory is touched (OVS_RUNDIR/DBDIR/LOGDIR/SYSCONFDIR point there).
 
 use super::LabError;
-use std::io::Read;
+use netc_targets::process::{run_within, RunError};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -108,49 +108,21 @@ impl HostDir {
     /// Runs a tool to completion within `deadline`, capturing its output.
     pub fn run(&self, program: &Path, args: &[&str], deadline: Duration) -> Result<Ran, LabError> {
         let what = describe(program, args);
-        let mut child = self
-            .command(program)
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| LabError::Spawn {
-                what: what.clone(),
-                source: e,
-            })?;
-        // drain both pipes on threads so a large output never blocks the child
-        let mut out = child.stdout.take();
-        let mut err = child.stderr.take();
-        let t_out = std::thread::spawn(move || {
-            let mut s = String::new();
-            if let Some(o) = out.as_mut() {
-                let _ = o.read_to_string(&mut s);
+        match run_within(self.command(program).args(args), deadline) {
+            Ok(f) => Ok(Ran {
+                ok: f.status.success(),
+                stdout: f.stdout,
+                stderr: f.stderr,
+            }),
+            Err(RunError::Spawn(source) | RunError::Wait(source)) => {
+                Err(LabError::Spawn { what, source })
             }
-            s
-        });
-        let t_err = std::thread::spawn(move || {
-            let mut s = String::new();
-            if let Some(e) = err.as_mut() {
-                let _ = e.read_to_string(&mut s);
-            }
-            s
-        });
-        let status = wait_within(&mut child, deadline).map_err(|e| match e {
-            Some(source) => LabError::Spawn {
-                what: what.clone(),
-                source,
-            },
-            None => LabError::Timeout {
+            Err(RunError::Timeout(_)) => Err(LabError::Timeout {
                 host: self.host.clone(),
-                what: what.clone(),
+                what,
                 secs: deadline.as_secs(),
-            },
-        })?;
-        Ok(Ran {
-            ok: status.success(),
-            stdout: t_out.join().unwrap_or_default(),
-            stderr: t_err.join().unwrap_or_default(),
-        })
+            }),
+        }
     }
 
     /// Runs a tool and fails with its stderr when it fails.
@@ -299,25 +271,6 @@ fn has_exited(pid: u32) -> bool {
 }
 
 /// Waits for a child; `Err(None)` when the deadline passed (it was killed).
-fn wait_within(
-    child: &mut std::process::Child,
-    deadline: Duration,
-) -> Result<std::process::ExitStatus, Option<std::io::Error>> {
-    let start = Instant::now();
-    loop {
-        match child.try_wait() {
-            Ok(Some(st)) => return Ok(st),
-            Ok(None) if start.elapsed() > deadline => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(None);
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(2)),
-            Err(e) => return Err(Some(e)),
-        }
-    }
-}
-
 fn describe(program: &Path, args: &[&str]) -> String {
     let name = program
         .file_name()

@@ -18,10 +18,10 @@ use crate::store::DeviceOutput;
 use netc_targets::ovs::client::OvsClient;
 use netc_targets::ovs::delta::Delta;
 use netc_targets::ovs::text::BridgeState;
-use std::io::Read;
+use netc_targets::process::{run_within, Finished, RunError};
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 /// Why a device could not be brought to its intended state.
 #[derive(Debug, thiserror::Error)]
@@ -179,22 +179,23 @@ fn push_p4(
         std::process::id()
     ));
     std::fs::write(&file, text).map_err(|e| error(t, format!("{}: {e}", file.display())))?;
-    let child = Command::new(&d.python)
-        .args(["-m", "p4client", "apply", "--address", address])
+    let mut cmd = Command::new(&d.python);
+    cmd.args(["-m", "p4client", "apply", "--address", address])
         .args(["--device-id", &device_id.to_string()])
         .args(["--election-id", &election_id.to_string()])
         .args(["--switch", &t.device, "--file"])
         .arg(&file)
-        .env("PYTHONPATH", &d.p4client)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn();
-    let result = match child {
-        Ok(c) => wait(c, Duration::from_secs(d.timeout_secs)),
-        Err(e) => Err(format!(
+        .env("PYTHONPATH", &d.p4client);
+    let result = match run_within(&mut cmd, Duration::from_secs(d.timeout_secs)) {
+        Ok(f) => client_outcome(f),
+        Err(RunError::Spawn(e)) => Err(format!(
             "cannot run `{} -m p4client`: {e} (install Python 3 and targets/p4client's requirements)",
             d.python.display()
+        )),
+        Err(RunError::Wait(e)) => Err(e.to_string()),
+        Err(RunError::Timeout(t)) => Err(format!(
+            "the P4Runtime client did not finish within {} s and was stopped",
+            t.as_secs()
         )),
     };
     let _ = std::fs::remove_file(&file);
@@ -208,33 +209,9 @@ fn push_p4(
     Ok(Pushed { changes })
 }
 
-/// Waits for the p4 client; Ok(stderr) on exit 0, else its last stderr line.
-fn wait(mut child: std::process::Child, timeout: Duration) -> Result<String, String> {
-    let mut err = child.stderr.take();
-    let reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        if let Some(e) = err.as_mut() {
-            let _ = e.read_to_string(&mut s);
-        }
-        s
-    });
-    let start = Instant::now();
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(st)) => break st,
-            Ok(None) if start.elapsed() > timeout => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!(
-                    "the P4Runtime client did not finish within {} s and was stopped",
-                    timeout.as_secs()
-                ));
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
-            Err(e) => return Err(e.to_string()),
-        }
-    };
-    let stderr = reader.join().unwrap_or_default();
+/// The p4 client's outcome: Ok(stderr) on exit 0, else its error lines.
+fn client_outcome(f: Finished) -> Result<String, String> {
+    let (status, stderr) = (f.status, f.stderr);
     if status.success() {
         Ok(stderr)
     } else {

@@ -16,10 +16,10 @@
 use super::delta::{BundleLine, Delta};
 use super::dump::{parse_flows, parse_groups, DumpError, Observed};
 use super::text::BridgeState;
-use std::io::Read;
+use crate::process::{run_within, RunError};
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 /// Why a bridge could not be read or changed.
 #[derive(Debug, thiserror::Error)]
@@ -116,54 +116,24 @@ impl OvsClient {
     }
 
     fn run(&self, what: &str, args: &[&str]) -> Result<Ran, OvsError> {
-        let mut child = Command::new(&self.ofctl)
-            .args(["-O", "OpenFlow15"])
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| OvsError::Spawn(e, self.host.clone()))?;
-        // drain both pipes on threads so a large dump never blocks the child
-        let mut out = child.stdout.take();
-        let mut err = child.stderr.take();
-        let t_out = std::thread::spawn(move || {
-            let mut s = String::new();
-            if let Some(o) = out.as_mut() {
-                let _ = o.read_to_string(&mut s);
+        let mut cmd = Command::new(&self.ofctl);
+        cmd.args(["-O", "OpenFlow15"]).args(args);
+        match run_within(&mut cmd, self.timeout) {
+            Ok(f) => Ok(Ran {
+                ok: f.status.success(),
+                stdout: f.stdout,
+                stderr: f.stderr,
+            }),
+            Err(RunError::Spawn(e) | RunError::Wait(e)) => {
+                Err(OvsError::Spawn(e, self.host.clone()))
             }
-            s
-        });
-        let t_err = std::thread::spawn(move || {
-            let mut s = String::new();
-            if let Some(e) = err.as_mut() {
-                let _ = e.read_to_string(&mut s);
-            }
-            s
-        });
-        let start = Instant::now();
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(st)) => break st,
-                Ok(None) if start.elapsed() > self.timeout => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    return Err(OvsError::Timeout {
-                        host: self.host.clone(),
-                        bridge: self.bridge.clone(),
-                        what: what.into(),
-                        secs: self.timeout.as_secs(),
-                    });
-                }
-                Ok(None) => std::thread::sleep(Duration::from_millis(2)),
-                Err(e) => return Err(OvsError::Spawn(e, self.host.clone())),
-            }
-        };
-        Ok(Ran {
-            ok: status.success(),
-            stdout: t_out.join().unwrap_or_default(),
-            stderr: t_err.join().unwrap_or_default(),
-        })
+            Err(RunError::Timeout(_)) => Err(OvsError::Timeout {
+                host: self.host.clone(),
+                bridge: self.bridge.clone(),
+                what: what.into(),
+                secs: self.timeout.as_secs(),
+            }),
+        }
     }
 
     fn unreachable(&self, stderr: &str) -> OvsError {
