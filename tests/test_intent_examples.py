@@ -204,6 +204,21 @@ aff_choice(s, sp, d) :- aff_flow(s, sp), lb_vector({vip}, {proto}, {port}, 0, n)
         assert got[(a, sp)] == vec[hash5(proto, a, vip, sp, port) % len(vec)]
 
 
+def acl_pair_verdicts(rels):
+    """(src vm, dst vm, port) -> action, joined from the per-class report."""
+    cls = {(r[0], r[1]): (r[2], r[3]) for r in rels["acl_vm_class"]}
+    by_class = {}
+    for t, cs, cd, _proto, port, a in rels["acl_class_verdict"]:
+        by_class.setdefault((t, cs, cd), []).append((port, a))
+    out = {}
+    for (t, s), (cs, _) in cls.items():
+        for (t2, d), (_, cd) in cls.items():
+            if t2 == t and s != d:
+                for port, a in by_class.get((t, cs, cd), []):
+                    out[(s, d, port)] = a
+    return out
+
+
 # ---------------------------------------------------------------- quickstart
 def test_quickstart(netc_bin, tmp_path):
     rels = example(netc_bin, "quickstart")
@@ -221,7 +236,7 @@ def test_quickstart(netc_bin, tmp_path):
     assert sum("nw_src=" in r[3] for r in t0) == 5
     assert sum(r[2] == "10" and r[4] == "drop" for r in t0) == 5
     # ACL verdicts: web->db 5432 allowed (200 > 100), ssh to db denied
-    verdict = {(r[1], r[2], r[4]): r[5] for r in rels["acl_verdict"]}
+    verdict = acl_pair_verdicts(rels)
     assert verdict[("web1", "db1", "5432")] == "allow"
     assert verdict[("web1", "db1", "22")] == "deny"
     assert verdict[("db1", "web1", "22")] == "allow"
