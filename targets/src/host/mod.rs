@@ -91,6 +91,11 @@ pub const SECTIONS: &[(&str, &str, &[&str])] = &[
         &["cluster", "version", "peer", "address", "is_default"],
     ),
     (
+        "agent_nf_instance",
+        "nf_instances",
+        &["tenant", "chain", "hop", "vm", "ofport"],
+    ),
+    (
         "agent_l7_rule",
         "l7_rules",
         &["vip", "rule", "priority", "match", "action"],
@@ -203,6 +208,32 @@ mod tests {
         assert_eq!(v["probes"][0]["dip"], "10.1.1.11");
         assert_eq!(v["probes"][0]["target_port"], 8080);
         assert_eq!(a, HostRenderer.render("h1", &rows).unwrap());
+    }
+
+    #[test]
+    fn nf_instances_have_a_named_section() {
+        let mut rows = DeviceRows::new();
+        let sym = |s: &str| Value::Symbol(Sym::new(s));
+        rows.insert(
+            "agent_nf_instance".into(),
+            vec![vec![
+                sym("h2"),
+                sym("shop"),
+                sym("ids"),
+                Value::Number(1),
+                sym("ids1"),
+                Value::Number(11),
+            ]],
+        );
+        let a = HostRenderer.render("h2", &rows).unwrap();
+        let v: Json = serde_json::from_str(&a[0].contents).unwrap();
+        assert!(v.get("agent_nf_instance").is_none());
+        let inst = &v["nf_instances"][0];
+        assert_eq!(
+            (&inst["chain"], &inst["hop"], &inst["vm"]),
+            (&Json::from("ids"), &Json::from(1), &Json::from("ids1"))
+        );
+        assert_eq!(inst["ofport"], 11);
     }
 
     #[test]
