@@ -159,3 +159,80 @@ def test_the_cli_applies_a_file(switch, tmp_path):
                         "--file", str(f), "--set-pipeline"], capture_output=True, text=True, env=env, timeout=60)
     assert r.returncode == 0, r.stderr
     assert "spine2" in r.stderr and state(svc) == want(golden("athena", "spine2"))
+
+
+def foreign_p4info(ix):
+    """netc's P4Info with one table renamed and re-numbered: another program."""
+    other = p4runtime_pb2.ForwardingPipelineConfig().p4info.__class__()
+    other.CopyFrom(ix.info)
+    other.tables[0].preamble.name = "OtherIngress.firewall"
+    other.tables[0].preamble.id = 0x02FFFFFF
+    return other
+
+
+def test_ensure_pipeline_sets_it_once_and_reads_it_back(switch, ix):
+    addr, svc = switch
+    with P4RuntimeClient(addr, 7, ix, "tor1") as c:
+        assert c.get_pipeline() is None
+        assert c.ensure_pipeline(ix.info, b"any bytes: no p4c here") == "set"
+        assert c.get_pipeline() == ix.info
+        assert svc.config.p4_device_config == b"any bytes: no p4c here"
+        c.apply(golden("athena", "tor1"))
+        # kept: setting it again would wipe the entries just written
+        assert c.ensure_pipeline(ix.info) == "kept"
+        assert state(svc) == want(golden("athena", "tor1"))
+
+
+def test_a_switch_running_another_program_is_refused_and_nothing_written(switch, ix):
+    from p4client.client import ForeignPipeline
+    addr, svc = switch
+    with P4RuntimeClient(addr, 7, ix, "tor1") as c:
+        c.set_pipeline(foreign_p4info(ix))
+        writes = svc.writes
+        with pytest.raises(ForeignPipeline, match=r"switch `tor1` .* runs another P4 program .*OtherIngress.firewall.*nothing written"):
+            c.ensure_pipeline(ix.info)
+        assert svc.writes == writes and svc.store == {}
+        assert c.get_pipeline() == foreign_p4info(ix)
+
+
+def test_diff_names_what_differs_and_writes_nothing(switch, ix):
+    addr, svc = switch
+    req = golden("athena", "tor1")
+    with P4RuntimeClient(addr, 7, ix, "tor1") as c:
+        c.set_pipeline(ix.info)
+        assert len(c.diff(req)) == len(req.updates)  # empty switch: everything
+        c.apply(req)
+        assert c.diff(req) == []
+        # someone deletes one entry and adds one by hand
+        gone = next(k for k, e in svc.store.items()
+                    if e.WhichOneof("entity") == "table_entry" and not e.table_entry.is_default_action)
+        del svc.store[gone]
+        extra = p4runtime_pb2.Entity()
+        extra.CopyFrom(next(e for e in svc.store.values() if e.table_entry.table_id == 0x02000002))
+        extra.table_entry.match[0].exact.value = b"\x01\xff"
+        svc.store[entity_key(extra)] = extra
+        writes, before = svc.writes, state(svc)
+        d = c.diff(req)
+        assert len(d) == 2 and any(x.startswith("INSERT") for x in d) and any(
+            x.startswith("DELETE table `NetcIngress.port_role`") and "0x1ff" in x for x in d), d
+        assert svc.writes == writes and state(svc) == before
+
+
+def test_the_cli_ensures_the_pipeline_and_diffs(switch, tmp_path):
+    import subprocess
+    addr, svc = switch
+    f = GOLDEN / "athena" / "spine2.txtpb"
+    env = {"PYTHONPATH": str(REPO / "targets"), "PATH": "/usr/bin:/bin"}
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "p4client", *args, "--address", addr, "--device-id", "7",
+                               "--switch", "spine2", "--file", str(f)], capture_output=True, text=True, env=env, timeout=60)
+
+    r = cli("apply", "--ensure-pipeline")
+    assert r.returncode == 0, r.stderr
+    assert "forwarding pipeline set" in r.stderr and state(svc) == want(golden("athena", "spine2"))
+    r = cli("diff")
+    assert r.returncode == 0 and "0 updates differ" in r.stderr and r.stdout == ""
+    svc.store.pop(next(iter(svc.store)))
+    r = cli("diff")
+    assert r.returncode == 0 and "1 updates differ" in r.stderr and len(r.stdout.splitlines()) == 1

@@ -1,11 +1,17 @@
 """`python -m p4client apply ...`: push a netc WriteRequest to one switch.
 
     PYTHONPATH=targets python -m p4client apply --address HOST:9559 --device-id 1 \\
-        --switch tor1 --file out/p4/tor1.txtpb [--set-pipeline --device-config netc.json]
+        --switch tor1 --file out/p4/tor1.txtpb [--ensure-pipeline] [--device-config netc.json]
+    PYTHONPATH=targets python -m p4client diff --address HOST:9559 --file out/p4/tor1.txtpb
 
-Reconciles the switch to exactly the file's state (read, diff, write), all or
-nothing; exit 0 on success, 1 if the switch rejected an update (rolled back),
-2 on usage/connection errors.
+`apply` reconciles the switch to exactly the file's state (read, diff,
+write), all or nothing; with `--ensure-pipeline` it first sets netc.p4's
+pipeline when the switch has none (and refuses a switch running another
+P4Info, writing nothing); `--set-pipeline` sets it unconditionally. `diff`
+is the dry run: it prints the updates `apply` would send (`N updates
+differ`, then one per line) and writes nothing. Exit 0 on success, 1 if the
+switch rejected an update (rolled back) or runs another program, 2 on
+usage/connection errors.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from pathlib import Path
 from google.protobuf import text_format
 from p4.v1 import p4runtime_pb2
 
-from .client import P4ClientError, P4RuntimeClient, WriteFailed
+from .client import ForeignPipeline, P4ClientError, P4RuntimeClient, WriteFailed
 from .p4info import DEFAULT, load
 
 
@@ -25,13 +31,16 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="p4client")
     sub = ap.add_subparsers(dest="cmd", required=True)
     a = sub.add_parser("apply", help="reconcile a switch to a netc p4/<switch>.txtpb")
-    a.add_argument("--address", required=True)
-    a.add_argument("--device-id", type=int, default=1)
-    a.add_argument("--election-id", type=int, default=1)
-    a.add_argument("--switch", default="")
-    a.add_argument("--file", required=True, type=Path)
-    a.add_argument("--p4info", type=Path, default=DEFAULT)
+    d = sub.add_parser("diff", help="what apply would change (nothing is written)")
+    for p in (a, d):
+        p.add_argument("--address", required=True)
+        p.add_argument("--device-id", type=int, default=1)
+        p.add_argument("--election-id", type=int, default=1)
+        p.add_argument("--switch", default="")
+        p.add_argument("--file", required=True, type=Path)
+        p.add_argument("--p4info", type=Path, default=DEFAULT)
     a.add_argument("--set-pipeline", action="store_true")
+    a.add_argument("--ensure-pipeline", action="store_true")
     a.add_argument("--device-config", type=Path)
     args = ap.parse_args(argv)
     try:
@@ -43,11 +52,22 @@ def main(argv=None) -> int:
     name = args.switch or args.file.stem
     try:
         with P4RuntimeClient(args.address, args.device_id, ix, name, (0, args.election_id)) as c:
+            if args.cmd == "diff":
+                changes = c.diff(desired)
+                print(f"switch `{name}`: {len(changes)} updates differ", file=sys.stderr)
+                for line in changes:
+                    print(line)
+                return 0
+            cfg = args.device_config.read_bytes() if args.device_config else b""
             if args.set_pipeline:
-                cfg = args.device_config.read_bytes() if args.device_config else b""
                 c.set_pipeline(ix.info, cfg)
+            elif args.ensure_pipeline and c.ensure_pipeline(ix.info, cfg) == "set":
+                print(f"switch `{name}`: forwarding pipeline set (netc.p4)", file=sys.stderr)
             n = c.apply(desired)
-    except WriteFailed as e:
+    except OSError as e:
+        print(f"error: switch `{name}`: {e}", file=sys.stderr)
+        return 2
+    except (WriteFailed, ForeignPipeline) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     except P4ClientError as e:

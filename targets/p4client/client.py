@@ -7,11 +7,17 @@ Uses grpcio and the official `p4.v1.p4runtime_pb2[_grpc]` classes.
   with the client's election id; it waits for the answer and raises
   `NotPrimary` unless the switch names this client primary.
 - `set_pipeline(p4info, device_config)` sends SetForwardingPipelineConfig
-  (VERIFY_AND_COMMIT).
+  (VERIFY_AND_COMMIT); `get_pipeline()` reads the switch's P4Info back
+  (GetForwardingPipelineConfig, None when it has none);
+  `ensure_pipeline(p4info, device_config)` sets it when absent, keeps it
+  when equal, and raises `ForeignPipeline` (nothing written) when the
+  switch runs another program.
 - `write(updates)` sends updates in their phases (members/groups, entries,
   removals; a server may reorder updates inside one batch), at most
   `batch_size` per WriteRequest; a failed batch raises `WriteFailed` listing
   every failed update with its table/entry and P4Runtime error.
+- `diff(desired)` is the dry run of `apply`: the updates it would send,
+  described, nothing written (drift for `netc status`).
 - `read_all()` reads every table entry, member and multicast group.
 - `apply(desired)` reconciles: reads what the switch holds, computes the
   difference to the desired full state (a netc `p4/<switch>.txtpb`), checks
@@ -40,6 +46,10 @@ class P4ClientError(Exception):
 
 
 class NotPrimary(P4ClientError):
+    pass
+
+
+class ForeignPipeline(P4ClientError):
     pass
 
 
@@ -157,6 +167,49 @@ class P4RuntimeClient:
         except grpc.RpcError as e:
             raise P4ClientError(f"switch `{self.switch}`: SetForwardingPipelineConfig failed: {e.code().name}: {e.details()}") from e
 
+    def get_pipeline(self):
+        """The P4Info the switch runs, or None when no pipeline is set."""
+        req = p4runtime_pb2.GetForwardingPipelineConfigRequest(
+            device_id=self.device_id,
+            response_type=p4runtime_pb2.GetForwardingPipelineConfigRequest.P4INFO_AND_COOKIE,
+        )
+        try:
+            resp = self.stub.GetForwardingPipelineConfig(req, timeout=self.timeout)
+        except grpc.RpcError as e:
+            if e.code() in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.NOT_FOUND):
+                return None  # the spec's answer for "no pipeline yet"
+            raise P4ClientError(f"switch `{self.switch}`: GetForwardingPipelineConfig failed: {e.code().name}: {e.details()}") from e
+        if not resp.config.HasField("p4info") or not resp.config.p4info.tables:
+            return None
+        return resp.config.p4info
+
+    def ensure_pipeline(self, p4info, device_config: bytes = b"") -> str:
+        """Sets the pipeline when the switch has none; returns "set" or "kept".
+
+        A switch running another P4Info is refused (ForeignPipeline): netc
+        does not replace a program it did not install, because that would
+        wipe every entry of it; nothing is written.
+        """
+        have = self.get_pipeline()
+        if have is None:
+            self.set_pipeline(p4info, device_config)
+            return "set"
+        if have.SerializeToString(deterministic=True) == p4info.SerializeToString(deterministic=True):
+            return "kept"
+        mine = {t.preamble.name for t in p4info.tables}
+        theirs = {t.preamble.name for t in have.tables}
+        what = []
+        if theirs - mine:
+            what.append("tables netc.p4 lacks: " + ", ".join(sorted(theirs - mine)[:5]))
+        if mine - theirs:
+            what.append("missing netc.p4 tables: " + ", ".join(sorted(mine - theirs)[:5]))
+        if not what:
+            what.append("same table names, different ids, fields or actions")
+        raise ForeignPipeline(
+            f"switch `{self.switch}` ({self.address}, device {self.device_id}) runs another P4 program "
+            f"({'; '.join(what)}); nothing written. Load netc.p4 on it (p4/README.md) or fix the inventory"
+        )
+
     # ------------------------------------------------------------ write
     def _write_batch(self, updates: list) -> list[tuple[int | None, str]]:
         """Sends one batch; returns (update index or None for all, message) per failure."""
@@ -249,6 +302,11 @@ class P4RuntimeClient:
             fwd.append(upd(U.DELETE, e))
         fwd.sort(key=phase)
         return fwd, current
+
+    def diff(self, desired: p4runtime_pb2.WriteRequest) -> list[str]:
+        """What `apply` would change, one described update each; writes nothing."""
+        fwd, _ = self.plan(desired)
+        return [describe(u, self.ix) for u in fwd]
 
     def apply(self, desired: p4runtime_pb2.WriteRequest) -> int:
         """Makes the switch hold exactly `desired`; all or nothing. Returns the number of updates sent.

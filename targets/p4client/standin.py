@@ -2,7 +2,8 @@
 
 What it does: arbitration (the highest election id per device is primary,
 others are told ALREADY_EXISTS), SetForwardingPipelineConfig (stores the
-P4Info), Write (per-update validation against the P4Info and the stored
+P4Info and the device config, any bytes), GetForwardingPipelineConfig (reads
+them back; FAILED_PRECONDITION before one is set), Write (per-update validation against the P4Info and the stored
 entities, CONTINUE_ON_ERROR semantics, per-update `p4.v1.Error`s in the
 `grpc-status-details-bin` trailer as P4Runtime spec §12.3 says), and Read
 (wildcard reads of table entries, members and multicast groups).
@@ -34,6 +35,7 @@ class StandIn(p4runtime_pb2_grpc.P4RuntimeServicer):
         self.lock = threading.Lock()
         self.primary = None  # (high, low)
         self.index: Index | None = None
+        self.config = None  # the ForwardingPipelineConfig set
         self.store: dict = {}  # entity key -> Entity
         self.reject = None  # callable(update) -> (code, message) | None
         self.writes = 0  # Write RPCs seen
@@ -73,8 +75,24 @@ class StandIn(p4runtime_pb2_grpc.P4RuntimeServicer):
             if not request.config.p4info.tables:
                 context.abort(grpc.StatusCode.INVALID_ARGUMENT, "empty P4Info")
             self.index = index(request.config.p4info)
+            self.config = p4runtime_pb2.ForwardingPipelineConfig()
+            self.config.CopyFrom(request.config)
             self.store = {}
         return p4runtime_pb2.SetForwardingPipelineConfigResponse()
+
+    def GetForwardingPipelineConfig(self, request, context):
+        if request.device_id != self.device_id:
+            context.abort(grpc.StatusCode.NOT_FOUND, f"no device {request.device_id}")
+        with self.lock:
+            config = self.config
+        if config is None:
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION, "no forwarding pipeline config set")
+        resp = p4runtime_pb2.GetForwardingPipelineConfigResponse()
+        resp.config.p4info.CopyFrom(config.p4info)
+        resp.config.cookie.CopyFrom(config.cookie)
+        if request.response_type == p4runtime_pb2.GetForwardingPipelineConfigRequest.ALL:
+            resp.config.p4_device_config = config.p4_device_config
+        return resp
 
     # ------------------------------------------------------------ write
     def Write(self, request, context):
