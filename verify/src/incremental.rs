@@ -162,7 +162,8 @@ impl Verifier {
         };
         let mut tables = self.tables.clone();
         tables.aff2 = against.map(|old| crate::tables::aff2(old, &self.artifacts));
-        tables.plan1 = against.map(|old| crate::plan::duet_moves(old, &self.artifacts));
+        tables.plan1 =
+            against.map(|old| crate::plan::check(old, &self.artifacts, &self.policy, self.limit));
         let mut r = assemble(&self.net, &input, &res, tables, Instant::now());
         r.stats.millis = self.last.as_millis();
         r

@@ -23,8 +23,9 @@
 //!    facts behind them (through a [`Provenance`] the caller supplies).
 //!
 //! With a previous generation (`--against`), [`tables`] also checks AFF-2
-//! and [`plan`] the Duet part of PLAN-1 (a VIP moves between HMux switches
-//! through the SMuxes).
+//! and [`plan`] PLAN-1: Duet moves via the SMuxes, Anolis first common
+//! nodes, and every intermediate state of the rollout order of a VM move
+//! (hairpin first; `netc apply` follows the same order).
 //!
 //! [`incremental`] keeps a verified generation ([`incremental::Verifier`])
 //! and re-checks, after a change, only the VMs whose traces read what
@@ -118,8 +119,8 @@ pub struct TableFindings {
     pub cap1: Vec<Counterexample>,
     /// AFF-2 against the previous generation: counterexamples and notes.
     pub aff2: Option<(Vec<Counterexample>, Vec<String>)>,
-    /// PLAN-1 (Duet moves) against the previous generation: counterexamples, VIPs moved.
-    pub plan1: Option<(Vec<Counterexample>, usize)>,
+    /// PLAN-1 against the previous generation.
+    pub plan1: Option<plan::Findings>,
 }
 
 impl TableFindings {
@@ -132,7 +133,7 @@ impl TableFindings {
             aff2: input.against.map(|old| tables::aff2(old, input.artifacts)),
             plan1: input
                 .against
-                .map(|old| plan::duet_moves(old, input.artifacts)),
+                .map(|old| plan::check(old, input.artifacts, input.policy, input.limit)),
         }
     }
 }
@@ -169,9 +170,9 @@ pub(crate) fn assemble(
         notes.extend(lines);
         table("AFF-2", cxs);
     }
-    let moves = tf.plan1.as_ref().map_or(0, |p| p.1);
-    if let Some((cxs, _)) = tf.plan1 {
-        table("PLAN-1", cxs);
+    let plan1 = tf.plan1.as_ref().map(|p| p.detail.clone());
+    if let Some(p) = tf.plan1 {
+        table("PLAN-1", p.counterexamples);
     }
     let intent = input.policy.from_intent;
     let mut verdicts = Vec::new();
@@ -198,8 +199,8 @@ pub(crate) fn assemble(
         } else if let Some(why) = skip {
             (Status::NotChecked, why.to_string())
         } else {
-            let detail = if inv == "PLAN-1" {
-                format!("{moves} VIP move(s) between HMux switches, each via the SMuxes (Duet); Anolis first-common-node and Andromeda hairpin-first are not checked (they need the rollout planner's plans)")
+            let detail = if let (true, Some(d)) = (inv == "PLAN-1", &plan1) {
+                d.clone()
             } else if inv == "AFF-3" && !nf::has_taps(net) {
                 "no NF chain taps in the artifacts (vacuous)".to_string()
             } else {

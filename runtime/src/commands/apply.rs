@@ -6,8 +6,9 @@
 //!    which is recorded with the generation;
 //! 2. journal ([`Store::begin_apply`]) before any device is touched; an
 //!    earlier apply's journal means it was interrupted, and is reported;
-//! 3. push ([`rollout::roll_out`]): every device of the inventory, in order,
-//!    each atomically, each to its COMPLETE intended state (reconcile), so a
+//! 3. push ([`rollout::roll_out_phased`]): every device of the inventory, in
+//!    the order PLAN-1 verified (a VM move: its new host, then its old host
+//!    with a hairpin, then the rest, then the hairpin removed), each atomically, each to its COMPLETE intended state (reconcile), so a
 //!    mix left by an interrupted apply converges; on a failure the devices
 //!    already changed are put back to the last generation, nothing is
 //!    committed, and the error names the device and the reason (exit 1);
@@ -159,7 +160,8 @@ pub fn push_and_commit(
         );
     }
     let bar = progress(inv.targets.len(), json);
-    let result = rollout::roll_out(inv, &s.gen.outputs, &s.base_outputs, |t, _| {
+    let phases = s.phases.as_ref();
+    let result = rollout::roll_out_phased(inv, &s.gen.outputs, &s.base_outputs, phases, |t, _| {
         if let Some(b) = &bar {
             b.set_message(t.device.clone());
             b.inc(1);

@@ -51,6 +51,8 @@ pub struct Staged {
     pub verify_error: Option<String>,
     /// The evaluated intent (none when staged from the store).
     pub evaluated: Option<EvaluatedIntent>,
+    /// The rollout order PLAN-1 checked (none when the verifier could not run).
+    pub phases: Option<netc_verify::plan::migration::Phases>,
 }
 
 impl Staged {
@@ -107,13 +109,13 @@ pub fn stage(gen: NewGeneration, store: Option<&Store>) -> Result<Staged, Outcom
         }
         _ => None,
     };
-    let result = verdict::verify(&gen, against.as_deref(), 3);
+    let result = verdict::verify_planned(&gen, against.as_deref(), 3);
     if let Some(d) = &against {
         let _ = std::fs::remove_dir_all(d);
     }
-    let (report, verify_error) = match result {
-        Ok(r) => (Some(r), None),
-        Err(e) => (None, Some(e)),
+    let (report, phases, verify_error) = match result {
+        Ok((r, p)) => (Some(r), Some(p), None),
+        Err(e) => (None, None, Some(e)),
     };
     Ok(Staged {
         gen,
@@ -123,6 +125,7 @@ pub fn stage(gen: NewGeneration, store: Option<&Store>) -> Result<Staged, Outcom
         report,
         verify_error,
         evaluated: None,
+        phases,
     })
 }
 

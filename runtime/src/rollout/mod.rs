@@ -5,7 +5,9 @@
 //! adds/removes between two generations, for `plan` and `diff`) →
 //! [`verdict`] (the verifier on a candidate, AFF-2 against the last
 //! generation) → [`inventory`] (how each device is reached) → [`push`] (one
-//! device, atomically) → [`roll_out`] here (every device in order; on a
+//! device, atomically) → [`phases`] (the order PLAN-1 verified: a moving
+//! VM's new host, its old host with a hairpin, the rest, the hairpin
+//! removed) → [`roll_out_phased`] here (every device in that order; on a
 //! failure, the devices already changed go back to the previous generation).
 //!
 //! Expects: the previous generation's artifacts (empty for the first apply).
@@ -18,6 +20,7 @@ pub mod candidate;
 pub mod entries;
 pub mod verdict;
 pub mod inventory;
+pub mod phases;
 pub mod push;
 
 use crate::store::DeviceOutput;
@@ -59,14 +62,54 @@ pub fn roll_out(
     inv: &Inventory,
     intended: &[DeviceOutput],
     previous: &[DeviceOutput],
+    each: impl FnMut(&Target, &Pushed),
+) -> Result<Vec<(Target, Pushed)>, Box<Failure>> {
+    roll_out_phased(inv, intended, previous, None, each)
+}
+
+/// [`roll_out`] in the order of `phases` (the one PLAN-1 verified:
+/// [`phases::schedule`]); a device with a hairpin step is pushed twice.
+/// `NETC_ROLLOUT_HOLD_AFTER_PHASE=k` (tests) stops after phase k's last
+/// push, says so on stderr, and goes on after a line on stdin.
+pub fn roll_out_phased(
+    inv: &Inventory,
+    intended: &[DeviceOutput],
+    previous: &[DeviceOutput],
+    phases: Option<&netc_verify::plan::migration::Phases>,
     mut each: impl FnMut(&Target, &Pushed),
 ) -> Result<Vec<(Target, Pushed)>, Box<Failure>> {
+    let hold: Option<u8> = std::env::var("NETC_ROLLOUT_HOLD_AFTER_PHASE")
+        .ok()
+        .and_then(|v| v.parse().ok());
+    let sched = phases::schedule(inv, phases);
     let mut done: Vec<(Target, Pushed)> = Vec::new();
-    for t in &inv.targets {
-        match push::push(t, &carried(intended, t), &inv.defaults) {
+    for (i, step) in sched.iter().enumerate() {
+        let t = step.target;
+        let mine = carried(intended, t);
+        let pinned;
+        let outputs = match (step.content, phases) {
+            (netc_verify::plan::migration::Content::NewWithHairpin, Some(p)) => {
+                pinned = phases::with_hairpin(&mine, &t.device, p);
+                pinned.iter().collect()
+            }
+            _ => mine,
+        };
+        match push::push(t, &outputs, &inv.defaults) {
             Ok(p) => {
                 each(t, &p);
-                done.push((t.clone(), p));
+                match done.iter_mut().find(|(d, _)| d == t) {
+                    Some((_, q)) => q.changes += p.changes,
+                    None => done.push((t.clone(), p)),
+                }
+                let phase_ends = sched.get(i + 1).is_none_or(|n| n.phase != step.phase);
+                if hold == Some(step.phase) && phase_ends {
+                    eprintln!(
+                        "rollout: holding after phase {} (press Enter to go on)",
+                        step.phase
+                    );
+                    let mut line = String::new();
+                    let _ = std::io::stdin().read_line(&mut line);
+                }
             }
             Err(error) => {
                 // OVS bundles and P4 writes are atomic, so the failed target is

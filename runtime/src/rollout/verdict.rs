@@ -5,9 +5,12 @@
 //! AFF-2). Guarantees: the report is the one `netc verify INTENT...` prints
 //! for the same intent (policy from the intent facts), without the rule
 //! citations (`netc verify` adds those); the temporary directory is removed.
+//! [`verify_planned`] also returns the rollout order PLAN-1 checked, which
+//! `netc apply` then follows ([`super::roll_out_phased`]).
 
 use crate::store::NewGeneration;
 use netc_verify::artifacts::{Artifacts, Row};
+use netc_verify::plan::migration::Phases;
 use netc_verify::policy::{Facts, Policy};
 use netc_verify::report::Report;
 use netc_verify::Input;
@@ -16,6 +19,17 @@ use std::path::Path;
 /// Verifies `g`; `against` is the previous generation's artifact directory.
 /// `Err` is a message: the artifacts are outside what the verifier models.
 pub fn verify(g: &NewGeneration, against: Option<&Path>, limit: usize) -> Result<Report, String> {
+    verify_planned(g, against, limit).map(|(r, _)| r)
+}
+
+/// [`verify`], and the rollout order of the change that PLAN-1 checked
+/// (`netc_verify::plan::migration::Phases`; without `against`, every device
+/// from empty: no moves, one phase).
+pub fn verify_planned(
+    g: &NewGeneration,
+    against: Option<&Path>,
+    limit: usize,
+) -> Result<(Report, Phases), String> {
     static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let dir = std::env::temp_dir().join(format!("netc-plan-{}-{n}", std::process::id()));
@@ -36,12 +50,14 @@ pub fn verify(g: &NewGeneration, against: Option<&Path>, limit: usize) -> Result
         });
     }
     let policy = Policy::from_facts(&facts);
-    netc_verify::verify(&Input {
+    let report = netc_verify::verify(&Input {
         artifacts: &artifacts,
         policy: &policy,
         against: old.as_ref(),
         provenance: &netc_verify::NoProvenance,
         limit,
     })
-    .map_err(|e| format!("cannot model the artifacts: {e}"))
+    .map_err(|e| format!("cannot model the artifacts: {e}"))?;
+    let phases = Phases::plan(old.as_ref().unwrap_or(&Artifacts::default()), &artifacts);
+    Ok((report, phases))
 }

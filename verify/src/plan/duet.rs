@@ -16,10 +16,7 @@
 //! - no SMux holds it in the new generation, or — when it existed — in the
 //!   old one (nothing carries it while it moves).
 //!
-//! Each violation is a counterexample citing the rows (`file:line`). What
-//! two artifact sets cannot show — the order a rollout applies them in,
-//! Anolis's first common node, Andromeda's hairpin-first — is left to the
-//! rollout planner's plans and reported as not checked.
+//! Each violation is a counterexample citing the rows (`file:line`).
 
 use crate::artifacts::Artifacts;
 use crate::ofctl::parse_ip;
@@ -63,7 +60,7 @@ fn smux_holds(a: &Artifacts) -> BTreeMap<u32, String> {
     out
 }
 
-fn cx(summary: String, cites: Vec<String>) -> Counterexample {
+pub(super) fn cx(summary: String, cites: Vec<String>) -> Counterexample {
     Counterexample {
         invariant: "PLAN-1".into(),
         summary,
