@@ -1,15 +1,31 @@
-"""PLAN-1 (Duet part) on two generations: `netc verify --artifacts NEW --against OLD`.
+"""PLAN-1 on two generations: `netc verify --artifacts NEW --against OLD`.
 
-The quickstart's public VIP pinned on HMux switch tor1 (old generation) and
-then on tor2 (new generation): a move the rules render correctly — tor1
-withdraws it, tor2 holds it, the SMux holds it in both — is proven. Two
-mutants of the new generation are caught with a counterexample citing the
-rows: tor1 still holding it (two switches announce it at once) and no SMux
-holding it while it moves. Without `--against`, PLAN-1 is not checked.
+Duet: the quickstart's public VIP pinned on HMux switch tor1 (old
+generation) and then on tor2 (new generation): a move the rules render
+correctly — tor1 withdraws it, tor2 holds it, the SMux holds it in both — is
+proven. Two mutants of the new generation are caught with a counterexample
+citing the rows: tor1 still holding it (two switches announce it at once)
+and no SMux holding it while it moves. Without `--against`, PLAN-1 is not
+checked.
+
+Anolis: examples/anolis with only version 6 (old) → versions 6..8 (new, A2
+failed, A6 added): the chains that change keep a first common node and the
+sync ops sit on it: proven. Mutants of the new agent rows: a changed chain
+with no node of the old one (no first common node), a sync op at a node that
+is not in both chains.
+
+Andromeda: the quickstart with acme/db1 moved from h2 to h3. The rollout
+order (db1's new host, then h2 with a hairpin, the rest, the hairpin
+removed) keeps db1 reachable in every intermediate state: proven. The flat
+order (`NETC_ROLLOUT=flat`: every device once, by name, no hairpin) is a
+violation whose counterexample is a packet web1 → db1 the ACLs allow,
+black-holed at h3 in the state after h1 is pushed.
 """
 
 from __future__ import annotations
 
+import os
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -55,7 +71,7 @@ def test_move_via_smuxes_is_proven(netc_bin: str, gens: dict[str, Path]) -> None
     assert rc == 0, err
     p = plan1(report)
     assert p["status"] == "proven", p
-    assert p["detail"].startswith("1 VIP move"), p
+    assert p["detail"].startswith("Duet: 1 VIP move"), p
 
 
 def test_without_against_plan1_is_not_checked(netc_bin: str, gens: dict[str, Path]) -> None:
@@ -100,3 +116,134 @@ def test_no_smux_during_the_move(netc_bin: str, gens: dict[str, Path], tmp_path:
     p = plan1(report)
     assert p["status"] == "violated", p
     assert any("no SMux holds it in the new generation" in c["summary"] for c in p["counterexamples"]), p
+
+
+# ---------------------------------------------------------------- Anolis
+
+ANOLIS = (REPO / "examples" / "anolis" / "intent.ndl").read_text()
+
+
+@pytest.fixture(scope="module")
+def anolis(netc_bin: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    base = tmp_path_factory.mktemp("anolis")
+    # the old generation: version 6 synced and current (proxy1 on A3: A6 is not a peer yet)
+    old_text = ANOLIS.replace('anolis_current("isp-lb", 8)', 'anolis_current("isp-lb", 6)').replace(
+        '"proxy1", 10.0.8.3, "A6"', '"proxy1", 10.0.8.3, "A3"'
+    )
+    assert old_text != ANOLIS
+    out = {}
+    for name, text in (("old", old_text), ("new", ANOLIS)):
+        intent = base / f"{name}.ndl"
+        intent.write_text(text)
+        d = base / f"{name}.out"
+        r = subprocess.run([netc_bin, "compile", str(intent), "--out", str(d)], capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        out[name], out[f"{name}.ndl"] = d, intent
+    return out
+
+
+def anolis_verify(netc_bin: str, new: Path, g: dict[str, Path]) -> tuple[int, dict]:
+    rc, report, err = verify(netc_bin, ["--artifacts", str(new), "--against", str(g["old"]), str(g["new.ndl"])])
+    assert rc in (0, 1), err
+    return rc, plan1(report)
+
+
+def test_anolis_change_with_first_common_nodes_is_proven(netc_bin: str, anolis: dict[str, Path]) -> None:
+    syncs = read_rows(anolis["new"], "agent_anolis_sync")
+    assert syncs, "the premise: the new generation syncs the ranges whose chain changed"
+    rc, p = anolis_verify(netc_bin, anolis["new"], anolis)
+    assert rc == 0 and p["status"] == "proven", p
+    assert "Anolis: 4 key range(s) whose chain changed" in p["detail"], p
+
+
+def anolis_mutant(anolis: dict[str, Path], tmp_path: Path, change) -> Path:
+    d = tmp_path / "new"
+    shutil.copytree(anolis["new"], d)
+    change(d)
+    return d
+
+
+def test_anolis_chain_without_a_common_node_is_caught(netc_bin: str, anolis: dict[str, Path], tmp_path: Path) -> None:
+    lo, hi = read_rows(anolis["new"], "agent_anolis_sync")[0][3:5]
+
+    def replace_chain(d: Path) -> None:
+        rows = read_rows(d, "agent_anolis_chain")
+        write_rows(d, "agent_anolis_chain", [r[:6] + [r[6] + "x"] if r[3:5] == [lo, hi] else r for r in rows])
+
+    rc, p = anolis_verify(netc_bin, anolis_mutant(anolis, tmp_path, replace_chain), anolis)
+    assert rc == 1 and p["status"] == "violated", p
+    cx = next(c for c in p["counterexamples"] if "no first common node" in c["summary"])
+    assert f"({lo}, {hi}]" in cx["summary"], cx
+    assert any("agent_anolis_chain.csv:" in c for c in cx["cites"]), cx
+
+
+def test_anolis_sync_at_the_wrong_node_is_caught(netc_bin: str, anolis: dict[str, Path], tmp_path: Path) -> None:
+    def move_sync(d: Path) -> None:
+        rows = read_rows(d, "agent_anolis_sync")
+        rows[0][0] = "A2"  # failed in version 7: in the old chain, not in the new one
+        write_rows(d, "agent_anolis_sync", rows)
+
+    rc, p = anolis_verify(netc_bin, anolis_mutant(anolis, tmp_path, move_sync), anolis)
+    assert rc == 1 and p["status"] == "violated", p
+    cx = p["counterexamples"][0]
+    assert "the sync op is at A2, which is not in both chains" in cx["summary"], cx
+    assert any("agent_anolis_sync.csv:1" in c for c in cx["cites"]), cx
+
+
+# ---------------------------------------------------------------- Andromeda: a VM moves
+
+def moved_intent(text: str) -> str:
+    out = text.replace('10.1.2.21, "h2")', '10.1.2.21, "h3")').replace(
+        'vm_port("h2", "acme", "db1", 10).', 'vm_port("h3", "acme", "db1", 11).'
+    )
+    assert out.count('"h3"') == text.count('"h3"') + 2
+    return out
+
+
+@pytest.fixture(scope="module")
+def move(netc_bin: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    base = tmp_path_factory.mktemp("move")
+    out = {}
+    for name, text in (("old", BASE), ("new", moved_intent(BASE))):
+        intent = base / f"{name}.ndl"
+        intent.write_text(text)
+        d = base / f"{name}.out"
+        r = subprocess.run([netc_bin, "compile", str(intent), "--out", str(d)], capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        out[name], out[f"{name}.ndl"] = d, intent
+    return out
+
+
+def verify_env(netc_bin: str, args: list[str], env: dict[str, str]) -> tuple[int, dict, str]:
+    r = subprocess.run([netc_bin, "verify", "--json", *args], capture_output=True, text=True, timeout=600,
+                       env={**os.environ, **env})
+    return r.returncode, json.loads(r.stdout) if r.stdout.strip().startswith("{") else {}, r.stderr
+
+
+def test_vm_move_with_hairpin_first_is_proven(netc_bin: str, move: dict[str, Path]) -> None:
+    rc, report, err = verify(netc_bin, ["--artifacts", str(move["new"]), "--against", str(move["old"]), str(move["new.ndl"])])
+    assert rc == 0, err
+    p = plan1(report)
+    assert p["status"] == "proven", p
+    assert "1 VM move(s) (acme/db1 h2 → h3)" in p["detail"] and "hairpin first" in p["detail"], p
+
+
+def test_vm_move_in_the_flat_order_is_black_holed(netc_bin: str, move: dict[str, Path]) -> None:
+    rc, report, err = verify_env(
+        netc_bin, ["--artifacts", str(move["new"]), "--against", str(move["old"]), str(move["new.ndl"])],
+        {"NETC_ROLLOUT": "flat"},
+    )
+    assert rc == 1, err
+    p = plan1(report)
+    assert p["status"] == "violated", p
+    cx = p["counterexamples"][0]
+    assert "h1 gets its new artifacts" in cx["summary"] and "black-holed" in cx["summary"], cx
+    assert "acme/web1 → acme/db1" in cx["summary"], cx
+    # a concrete packet the ACLs allow (web → db on 5432), dropped at h3 in that state
+    assert cx["packet"]["headers"]["nw_dst"] == "10.1.2.21", cx
+    assert cx["packet"]["headers"]["tp_dst"] == "5432", cx
+    [path] = cx["paths"]
+    assert path["end"].startswith("dropped"), path
+    assert any(h.startswith("h3 table=40") for h in path["hops"]), path
+    # every other invariant of the new generation itself still holds
+    assert all(v["status"] != "violated" for v in report["verdicts"] if v["invariant"] != "PLAN-1"), report
