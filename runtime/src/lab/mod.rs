@@ -108,6 +108,16 @@ pub fn switch_arg(lab: &Path, host: &str) -> String {
 
 /// Starts (or reuses) the lab for `topo`; returns host → switch argument.
 pub fn ensure(state_dir: &Path, topo: &Topology) -> Result<BTreeMap<String, String>, LabError> {
+    ensure_reporting(state_dir, topo, |_| {})
+}
+
+/// [`ensure`], calling `ready(host)` as each host's daemons and bridges are
+/// up (for a progress bar).
+pub fn ensure_reporting(
+    state_dir: &Path,
+    topo: &Topology,
+    mut ready: impl FnMut(&str),
+) -> Result<BTreeMap<String, String>, LabError> {
     let bins = Binaries::find()?;
     let lab = lab_dir(state_dir)?;
     mkdir(&lab)?;
@@ -127,6 +137,8 @@ pub fn ensure(state_dir: &Path, topo: &Topology) -> Result<BTreeMap<String, Stri
         .enumerate()
         .map(|(i, h)| (h.underlay_ip, bridges::host_mac(i + 1)))
         .collect();
+    let ips: Vec<std::net::Ipv4Addr> = macs.iter().map(|(ip, _)| *ip).collect();
+    let net = bridges::Underlay::covering(&ips);
     let mut switches = BTreeMap::new();
     for (i, host) in topo.hosts.iter().enumerate() {
         let hd = host_dir(&lab, &host.name);
@@ -137,8 +149,9 @@ pub fn ensure(state_dir: &Path, topo: &Topology) -> Result<BTreeMap<String, Stri
             .filter(|(ip, _)| *ip != host.underlay_ip)
             .cloned()
             .collect();
-        bridges::reconcile(&bins, &hd, host, &macs[i].1, &peers)?;
+        bridges::reconcile(&bins, &hd, host, &macs[i].1, &net, &peers)?;
         switches.insert(host.name.clone(), switch_arg(&lab, &host.name));
+        ready(&host.name);
     }
     write_topology(&lab, topo)?;
     Ok(switches)
