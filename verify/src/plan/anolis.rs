@@ -26,12 +26,15 @@ use crate::artifacts::{Artifacts, Row};
 use crate::report::Counterexample;
 use std::collections::{BTreeMap, BTreeSet};
 
+/// A chain: idx → (member, a row naming it).
+type Chain<'a> = BTreeMap<u64, (String, &'a Row)>;
+
 /// One generation's view of a cluster: its version and range end → chain.
 #[derive(Default)]
 struct Ring<'a> {
     version: String,
-    /// hi → (lo, members by idx with a row naming each).
-    ranges: BTreeMap<u64, (u64, BTreeMap<u64, (String, &'a Row)>)>,
+    /// hi → (lo, the range's chain).
+    ranges: BTreeMap<u64, (u64, Chain<'a>)>,
 }
 
 impl Ring<'_> {

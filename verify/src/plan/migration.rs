@@ -89,7 +89,11 @@ pub struct Phases {
     pub steps: Vec<Step>,
 }
 
-fn vms(a: &Artifacts) -> BTreeMap<(String, String), (String, u64, u32, u32, String)> {
+/// Where a VM is in one generation: (host, VNI, address, port, its row).
+type Placed = (String, u64, u32, u32, String);
+
+/// (tenant, VM) → where the agents place it.
+fn vms(a: &Artifacts) -> BTreeMap<(String, String), Placed> {
     let mut out = BTreeMap::new();
     for r in a.rows("agent_vm") {
         let v = &r.vals;
