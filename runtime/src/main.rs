@@ -269,6 +269,13 @@ enum Command {
         /// Use the .ndl files of DIR instead of the standard rules built into netc.
         #[arg(long, value_name = "DIR")]
         rules: Option<PathBuf>,
+        /// Send the intent to a running `netc serve` at URL (http://HOST:PORT) instead of compiling here;
+        /// the same output and exit codes (2 also: daemon unreachable, token refused, another netc version).
+        #[arg(long, value_name = "URL", conflicts_with_all = ["rules"])]
+        server: Option<String>,
+        /// With --server: the file holding the daemon's token (default: $NETC_TOKEN, else STATE/serve.token).
+        #[arg(long, value_name = "FILE", requires = "server")]
+        token_file: Option<PathBuf>,
     },
     /// Plan, verify, push every device atomically, and record the generation.
     #[command(after_help = concat!(
@@ -306,6 +313,13 @@ enum Command {
         /// Use the .ndl files of DIR instead of the standard rules built into netc.
         #[arg(long, value_name = "DIR")]
         rules: Option<PathBuf>,
+        /// Send the intent to a running `netc serve` at URL (http://HOST:PORT) instead of compiling here;
+        /// the same output and exit codes (2 also: daemon unreachable, token refused, another netc version).
+        #[arg(long, value_name = "URL", conflicts_with_all = ["rules", "inventory"])]
+        server: Option<String>,
+        /// With --server: the file holding the daemon's token (default: $NETC_TOKEN, else STATE/serve.token).
+        #[arg(long, value_name = "FILE", requires = "server")]
+        token_file: Option<PathBuf>,
     },
     /// Re-push a stored generation (default: the one before the last), recorded as a new generation.
     #[command(after_help = concat!(
@@ -469,12 +483,16 @@ fn dispatch(cli: Cli) -> Outcome {
             json,
             state,
             rules,
+            server,
+            token_file,
         } => commands::plan::run(commands::plan::PlanArgs {
             intent: &intent,
             rules: rules.as_deref(),
             state: state.as_deref(),
             verbose,
             json,
+            server: server.as_deref(),
+            token_file: token_file.as_deref(),
         }),
         Command::Apply {
             intent,
@@ -484,6 +502,8 @@ fn dispatch(cli: Cli) -> Outcome {
             json,
             state,
             rules,
+            server,
+            token_file,
         } => commands::apply::run(commands::apply::ApplyArgs {
             intent: &intent,
             rules: rules.as_deref(),
@@ -492,6 +512,8 @@ fn dispatch(cli: Cli) -> Outcome {
             force,
             verbose,
             json,
+            server: server.as_deref(),
+            token_file: token_file.as_deref(),
         }),
         Command::Rollback {
             generation,

@@ -17,13 +17,19 @@
 //!    routes), no generation is added.
 //!
 //! Devices come from `--inventory FILE`, or, without one, the local lab.
+//! With `--server URL` the intent goes to a running `netc serve` instead
+//! (`super::remote`), which does steps 1–4 with its own devices; what is
+//! printed ([`Done`], [`FailedAt`]) is the same either way.
 
 use super::staged::{self, Paint, Staged};
 use super::Outcome;
+use crate::rollout::entries::DeviceChange;
 use crate::rollout::inventory::{Inventory, Target};
 use crate::rollout::push::Pushed;
 use crate::rollout::{self, Failure};
+use crate::store::Verdict;
 use crate::store::{Journal, NewGeneration, Store};
+use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
@@ -35,9 +41,20 @@ pub struct ApplyArgs<'a> {
     pub force: bool,
     pub verbose: bool,
     pub json: bool,
+    /// `--server URL`: apply through a running `netc serve`.
+    pub server: Option<&'a str>,
+    pub token_file: Option<&'a Path>,
 }
 
 pub fn run(args: ApplyArgs) -> Outcome {
+    if let Some(url) = args.server {
+        let r = super::remote::Remote {
+            url,
+            token_file: args.token_file,
+            state: args.state,
+        };
+        return super::remote::apply(&r, args.intent, args.force, args.verbose, args.json);
+    }
     match run_inner(&args) {
         Ok(o) | Err(o) => o,
     }
@@ -66,21 +83,9 @@ fn run_inner(args: &ApplyArgs) -> Result<Outcome, Outcome> {
     };
     if let Some(why) = &refused {
         if !args.force {
-            if args.json {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&serde_json::json!({
-                        "refused": why,
-                        "devices": staged::changes_json(&s.changes, args.verbose),
-                        "verdict": s.verdict().as_str(),
-                        "report": staged::report_json(&s),
-                    }))
-                    .unwrap_or_default()
-                );
-            }
-            eprintln!("error: refused: {why}; nothing was pushed");
-            eprintln!("   = hint: fix the intent (`netc plan -v` shows the change), or pass --force to apply anyway (recorded in the generation)");
-            return Err(Outcome::ProgramErrors);
+            let devices = staged::changes_json(&s.changes, args.verbose);
+            let report = staged::report_json(&s);
+            return Err(print_refused(why, devices, s.verdict(), report, args.json));
         }
         eprintln!("warning: {why}; applying anyway (--force, recorded)");
     }
@@ -100,6 +105,31 @@ fn run_inner(args: &ApplyArgs) -> Result<Outcome, Outcome> {
         args.json,
         &paint,
     )
+}
+
+/// Prints a refusal by the verifier (exit 1; nothing was pushed).
+pub fn print_refused(
+    why: &str,
+    devices: serde_json::Value,
+    verdict: Verdict,
+    report: serde_json::Value,
+    json: bool,
+) -> Outcome {
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "refused": why,
+                "devices": devices,
+                "verdict": verdict.as_str(),
+                "report": report,
+            }))
+            .unwrap_or_default()
+        );
+    }
+    eprintln!("error: refused: {why}; nothing was pushed");
+    eprintln!("   = hint: fix the intent (`netc plan -v` shows the change), or pass --force to apply anyway (recorded in the generation)");
+    Outcome::ProgramErrors
 }
 
 /// Reads `--inventory FILE` (exit 2 at file:line:col on a mistake).
@@ -172,7 +202,12 @@ pub fn push_and_commit(
     }
     let pushed = match result {
         Ok(p) => p,
-        Err(f) => return Err(report_failure(store, &f, json)),
+        Err(f) => {
+            // The journal stays when a device could not be put back: the
+            // next apply then knows the devices may hold a mix.
+            let cleared = f.not_restored.is_empty() && store.abort_apply().is_ok();
+            return Err(print_failure(&FailedAt::of(&f, cleared), json));
+        }
     };
     let unchanged = s.base.as_ref().is_some_and(|b| {
         s.changes.is_empty()
@@ -186,7 +221,17 @@ pub fn push_and_commit(
     } else {
         Some(store.commit_generation(&s.gen)?)
     };
-    print_done(&s, &s.gen, id, &pushed, &interrupted, verbose, json, paint);
+    let done = Done {
+        generation: id,
+        base: s.base.as_ref().map(|b| b.id),
+        changes: &s.changes,
+        pushed: pushed.iter().map(|(t, p)| PushedTo::of(t, p)).collect(),
+        not_pushed: not_pushed(&s.gen),
+        verdict: s.gen.verdict,
+        forced: s.gen.forced,
+        interrupted: interrupted.as_ref().map(|j| (j.pid, j.started)),
+    };
+    print_done(&done, verbose, json, paint);
     Ok(Outcome::Ok)
 }
 
@@ -209,25 +254,53 @@ fn progress(n: usize, json: bool) -> Option<indicatif::ProgressBar> {
     Some(b)
 }
 
-fn report_failure(store: &mut Store, f: &Failure, json: bool) -> Outcome {
-    // The journal stays when a device could not be put back: the next apply
-    // then knows the devices may hold a mix.
-    let cleared = f.not_restored.is_empty() && store.abort_apply().is_ok();
+/// A rollout that stopped at a device, as printed.
+pub struct FailedAt {
+    pub device: String,
+    pub kind: String,
+    pub address: String,
+    pub reason: String,
+    pub restored: Vec<String>,
+    pub not_restored: Vec<String>,
+    /// Whether the journal was cleared (every changed device was put back).
+    pub cleared: bool,
+}
+
+impl FailedAt {
+    fn of(f: &Failure, cleared: bool) -> FailedAt {
+        FailedAt {
+            device: f.error.device.clone(),
+            kind: f.error.kind.to_string(),
+            address: f.error.address.clone(),
+            reason: f.error.reason.clone(),
+            restored: f.restored.clone(),
+            not_restored: f.not_restored.iter().map(|e| e.to_string()).collect(),
+            cleared,
+        }
+    }
+}
+
+/// Prints a failed rollout (exit 1).
+pub fn print_failure(f: &FailedAt, json: bool) -> Outcome {
     if json {
         let v = serde_json::json!({
             "error": {
-                "device": f.error.device,
-                "kind": f.error.kind,
-                "address": f.error.address,
-                "reason": f.error.reason,
+                "device": f.device,
+                "kind": f.kind,
+                "address": f.address,
+                "reason": f.reason,
             },
             "restored": f.restored,
-            "not_restored": f.not_restored.iter().map(|e| e.to_string()).collect::<Vec<_>>(),
+            "not_restored": f.not_restored,
             "committed": false,
         });
         println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
     }
-    eprintln!("error: {}", f.error);
+    // As `PushError` displays itself.
+    eprintln!(
+        "error: device `{}` ({} at {}): {}",
+        f.device, f.kind, f.address, f.reason
+    );
     if !f.restored.is_empty() {
         eprintln!(
             "   = back at the previous generation: {}",
@@ -239,7 +312,7 @@ fn report_failure(store: &mut Store, f: &Failure, json: bool) -> Outcome {
     }
     eprintln!(
         "   = nothing was committed{}",
-        if cleared {
+        if f.cleared {
             ""
         } else {
             "; the next apply re-pushes every device"
@@ -248,64 +321,90 @@ fn report_failure(store: &mut Store, f: &Failure, json: bool) -> Outcome {
     Outcome::ProgramErrors
 }
 
-#[allow(clippy::too_many_arguments)]
-fn print_done(
-    s: &Staged,
-    g: &NewGeneration,
-    id: Option<i64>,
-    pushed: &[(Target, Pushed)],
-    interrupted: &Option<Journal>,
-    verbose: bool,
-    json: bool,
-    paint: &Paint,
-) {
-    let unrouted: Vec<String> = {
-        let mut v: Vec<String> = g
-            .outputs
-            .iter()
-            .filter(|o| !o.pushed)
-            .map(|o| format!("{} ({})", o.device, o.kind))
-            .collect();
-        v.dedup();
-        v
-    };
+/// One device a rollout reached.
+pub struct PushedTo {
+    pub device: String,
+    pub route: String,
+    pub address: String,
+    pub changes: usize,
+}
+
+impl PushedTo {
+    fn of(t: &Target, p: &Pushed) -> PushedTo {
+        PushedTo {
+            device: t.device.clone(),
+            route: t.route.kind().to_string(),
+            address: t.route.address(),
+            changes: p.changes,
+        }
+    }
+}
+
+/// What an apply did, as printed.
+pub struct Done<'a> {
+    /// The new generation (none: nothing changed).
+    pub generation: Option<i64>,
+    pub base: Option<i64>,
+    pub changes: &'a BTreeMap<String, DeviceChange>,
+    pub pushed: Vec<PushedTo>,
+    /// `device (kind)` of outputs no route reached.
+    pub not_pushed: Vec<String>,
+    pub verdict: Option<Verdict>,
+    pub forced: bool,
+    /// An earlier interrupted apply: (pid, started).
+    pub interrupted: Option<(u32, i64)>,
+}
+
+fn not_pushed(g: &NewGeneration) -> Vec<String> {
+    let mut v: Vec<String> = g
+        .outputs
+        .iter()
+        .filter(|o| !o.pushed)
+        .map(|o| format!("{} ({})", o.device, o.kind))
+        .collect();
+    v.dedup();
+    v
+}
+
+/// Prints a finished apply (human or JSON).
+pub fn print_done(d: &Done, verbose: bool, json: bool, paint: &Paint) {
     if json {
         let v = serde_json::json!({
-            "generation": id,
-            "base": s.base.as_ref().map(|b| b.id),
-            "devices": staged::changes_json(&s.changes, verbose),
-            "pushed": pushed.iter().map(|(t, p)| serde_json::json!({
-                "device": t.device, "route": t.route.kind(), "address": t.route.address(), "changes": p.changes,
+            "generation": d.generation,
+            "base": d.base,
+            "devices": staged::changes_json(d.changes, verbose),
+            "pushed": d.pushed.iter().map(|p| serde_json::json!({
+                "device": p.device, "route": p.route, "address": p.address, "changes": p.changes,
             })).collect::<Vec<_>>(),
-            "not_pushed": unrouted,
-            "verdict": g.verdict.map(|v| v.as_str()),
-            "forced": g.forced,
-            "interrupted": interrupted.as_ref().map(|j| serde_json::json!({"pid": j.pid, "started": j.started})),
+            "not_pushed": d.not_pushed,
+            "verdict": d.verdict.map(|v| v.as_str()),
+            "forced": d.forced,
+            "interrupted": d.interrupted.map(|(pid, started)| serde_json::json!({"pid": pid, "started": started})),
         });
         println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
         return;
     }
-    staged::print_changes(&s.changes, verbose, paint);
-    let changed: usize = pushed.iter().map(|(_, p)| p.changes).sum();
-    match id {
+    staged::print_changes(d.changes, verbose, paint);
+    let changed: usize = d.pushed.iter().map(|p| p.changes).sum();
+    match d.generation {
         Some(id) => println!(
             "{} generation {id}: {} device{} pushed ({changed} entries changed), verify {}{}",
             paint.bold("applied"),
-            pushed.len(),
-            if pushed.len() == 1 { "" } else { "s" },
-            g.verdict.map_or("not-run", |v| v.as_str()),
-            if g.forced { " (forced)" } else { "" }
+            d.pushed.len(),
+            if d.pushed.len() == 1 { "" } else { "s" },
+            d.verdict.map_or("not-run", |v| v.as_str()),
+            if d.forced { " (forced)" } else { "" }
         ),
         None => println!(
             "{} devices hold generation {} ({changed} drifted entries corrected)",
             paint.bold("no changes:"),
-            s.base.as_ref().map_or(0, |b| b.id)
+            d.base.unwrap_or(0)
         ),
     }
-    if !unrouted.is_empty() {
+    if !d.not_pushed.is_empty() {
         println!(
             "  not pushed (no inventory entry reaches them): {}",
-            unrouted.join(", ")
+            d.not_pushed.join(", ")
         );
     }
 }

@@ -17,6 +17,7 @@ pub mod history;
 pub mod lab;
 pub mod plan;
 pub mod predict;
+pub mod remote;
 pub mod repl;
 pub mod rollback;
 pub mod run;

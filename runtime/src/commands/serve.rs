@@ -9,12 +9,17 @@ use std::path::PathBuf;
     "difference of facts (never a recompilation), and each device's output delta is published.\n\n",
     "Endpoints (JSON; every request needs `Authorization: Bearer <token>`; specs/serve.md):\n",
     "  POST /v1/plan    {\"files\": [{\"name\", \"text\"}]} or {\"paths\": [...]}: the change, per device, and the verdict\n",
-    "  POST /v1/apply   the same, then record a generation in the store and publish the deltas\n",
+    "  POST /v1/apply   the same, verify (refuse a violation unless \"force\"), push every device, record a\n",
+    "                   generation and publish the deltas; a device failure puts the others back (502)\n",
     "  POST /v1/verify  verify the current state      POST /v1/query {\"query\": \"vip_dip(V, D)\"}\n",
     "  GET  /v1/status  generation, files, counters    GET /v1/deltas?since=N&wait=S (long-poll)\n\n",
     "On start it recovers the last generation committed in the store (so a daemon killed with -9 comes\n",
     "back with the same state); with none, it starts from INTENT. The token is --token-file, else\n",
     "STATE/serve.token (made, mode 0600, when missing).\n\n",
+    "Devices: as `netc apply` — --inventory FILE, else the local lab (one OVS bridge per host, under\n",
+    "STATE/lab/; `netc lab stop` stops it); --no-push only records generations and publishes deltas.\n",
+    "--json: one JSON object per line on stdout: {\"event\": \"listening\", \"url\", \"pid\", \"token_file\", ...}\n",
+    "first, then {\"event\": \"request\", \"method\", \"path\", \"status\", ...} and {\"event\": \"applied\", ...}.\n\n",
     "Examples:\n",
     "  netc serve examples/quickstart/intent.ndl &\n",
     "  curl -s -H \"Authorization: Bearer $(cat .netc/serve.token)\" localhost:7878/v1/status\n",
@@ -36,6 +41,15 @@ pub struct ServeArgs {
     /// Use the .ndl files of DIR instead of the standard rules built into netc.
     #[arg(long, value_name = "DIR")]
     pub rules: Option<PathBuf>,
+    /// How to reach each device, as for `netc apply` (default: the local lab).
+    #[arg(long, value_name = "FILE", conflicts_with = "no_push")]
+    pub inventory: Option<PathBuf>,
+    /// Push to no device: record generations and publish deltas for consumers only.
+    #[arg(long)]
+    pub no_push: bool,
+    /// Log JSON lines on stdout (the first: url, pid, token file).
+    #[arg(long)]
+    pub json: bool,
 }
 
 pub fn run(a: ServeArgs) -> Outcome {
@@ -45,5 +59,8 @@ pub fn run(a: ServeArgs) -> Outcome {
         token_file: a.token_file.as_deref(),
         intent: &a.intent,
         rules: a.rules.as_deref(),
+        inventory: a.inventory.as_deref(),
+        no_push: a.no_push,
+        json: a.json,
     })
 }

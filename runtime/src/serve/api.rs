@@ -3,16 +3,25 @@
 //! Expects: an authenticated request whose body is at most the size limit
 //! (checked in `http.rs`). Guarantees: every answer is JSON; every failure
 //! is an [`ApiError`] with an HTTP status, a stable `code`, a message and a
-//! hint; a refused `apply` (bad intent, a violation without `force`, a store
-//! that cannot be written) leaves the session, the store and the delta
-//! stream exactly as they were.
+//! hint; a refused `apply` (bad intent, a violation without `force`, a
+//! device that failed — the others put back —, a store that cannot be
+//! written) leaves the session, the store and the delta stream exactly as
+//! they were. `plan` and `apply` answer with the same per-device entry
+//! counts and verdict as `netc plan`/`netc apply` (`rollout::entries`,
+//! `rollout::verdict` against the last generation), so `--server` prints
+//! what the local commands print.
 
 use super::deltas::{DeltaLog, Since};
+use super::devices::{self, Devices, Rolled};
+use super::log::Log;
 use super::pattern::{self, Pattern};
 use super::record;
 use super::warm::{text as value_text, Change, DeviceDelta, IntentText, Warm};
+use crate::commands::staged::changes_json;
+use crate::rollout::entries::{self, DeviceChange};
 use crate::store::{DeviceOutput, NewGeneration, Store, Verdict};
 use serde_json::{json, Value as Json};
+use std::collections::BTreeMap;
 use std::collections::BTreeSet;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -34,6 +43,9 @@ pub struct Shared {
     pub token: String,
     /// When this daemon started (Unix seconds): the delta numbering's epoch.
     pub epoch: u64,
+    /// Where applies are pushed.
+    pub devices: Devices,
+    pub log: Log,
 }
 
 /// A refused request.
@@ -219,6 +231,10 @@ fn status(shared: &Shared) -> Reply {
         "engine": {"epochs": stats.epochs, "total_records": stats.total_records, "last_records": stats.last.records},
         "deltas": {"epoch": shared.epoch, "last": shared.deltas.last()},
         "state": d.store.dir().display().to_string(),
+        "push": shared.devices.describe(),
+        "version": super::client::VERSION,
+        "api": super::client::API_VERSION,
+        "pid": std::process::id(),
     }))
 }
 
@@ -275,8 +291,25 @@ fn deltas(shared: &Shared, query: &str) -> Reply {
 struct Candidate {
     gen: NewGeneration,
     report: Option<Json>,
+    /// The report as `netc plan`/`netc apply` print it.
+    report_text: Option<String>,
     violated: bool,
     verify_error: Option<String>,
+    /// Per device, the entries added and removed against the base generation.
+    devices: BTreeMap<String, DeviceChange>,
+}
+
+impl Candidate {
+    /// Why `netc apply` would refuse it (a violation, or artifacts the
+    /// verifier cannot check), when the verifier ran.
+    fn refused(&self, ran: bool) -> Option<String> {
+        match (ran, &self.verify_error) {
+            (false, _) => None,
+            _ if self.violated => Some("the verifier found a violation".into()),
+            (true, Some(e)) => Some(format!("the verifier cannot check these artifacts: {e}")),
+            _ => None,
+        }
+    }
 }
 
 fn verdict_of(c: &Candidate, ran: bool) -> Verdict {
@@ -301,14 +334,17 @@ fn plan(shared: &Shared, body: &Json) -> Reply {
     let mut guard = lock(shared);
     let d = &mut *guard;
     let files = intent_of(body)?.unwrap_or_else(|| d.warm.files().to_vec());
-    let outputs = &d.outputs;
+    let (outputs, store, base) = (&d.outputs, &d.store, d.generation);
     let (change, cand) = d
         .warm
         .change(files, |w, ch| {
             if !ch.findings.is_empty() {
                 return (false, Err(bad_intent(ch)));
             }
-            (false, candidate_from(w, ch, outputs, run_verifier))
+            (
+                false,
+                candidate_from(w, ch, outputs, store, base, run_verifier),
+            )
         })
         .map_err(warm_error)?;
     let cand = cand?;
@@ -317,27 +353,59 @@ fn plan(shared: &Shared, body: &Json) -> Reply {
         "base": d.generation,
         "change": change_json(&change),
         "changes": changes,
+        "devices": changes_json(&cand.devices, true),
         "verdict": verdict_of(&cand, run_verifier).as_str(),
         "report": cand.report,
+        "report_text": cand.report_text,
         "verify_error": cand.verify_error,
     }))
 }
 
+/// The outputs the devices hold at `base` (none before the first generation).
+fn base_outputs(outputs: &[DeviceOutput], base: i64) -> &[DeviceOutput] {
+    if base > 0 {
+        outputs
+    } else {
+        &[]
+    }
+}
+
+/// The session's new state as a candidate generation, diffed and verified
+/// as `netc plan` does (`rollout::verdict`, AFF-2 against `base`).
 fn candidate_from(
     w: &Warm,
     change: &Change,
     outputs: &[DeviceOutput],
+    store: &Store,
+    base: i64,
     run_verifier: bool,
 ) -> Result<Candidate, ApiError> {
     let touched: BTreeSet<String> = change.devices.iter().map(|x| x.device.clone()).collect();
     let previous = (!change.full).then_some((outputs, &touched));
     let gen = record::generation(w, previous).map_err(internal)?;
-    let (mut report, mut violated, mut verify_error) = (None, false, None);
+    let devices = entries::changes(base_outputs(outputs, base), &gen.outputs);
+    let (mut report, mut report_text, mut violated, mut verify_error) = (None, None, false, None);
     if run_verifier {
-        match w.verify(3) {
+        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let against = (base > 0).then(|| {
+            std::env::temp_dir().join(format!("netc-serve-against-{}-{n}", std::process::id()))
+        });
+        if let Some(dir) = &against {
+            let _ = std::fs::remove_dir_all(dir);
+            store
+                .write_artifact_dir(base, dir)
+                .map_err(devices::store_error)?;
+        }
+        let result = crate::rollout::verdict::verify(&gen, against.as_deref(), 3);
+        if let Some(dir) = &against {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+        match result {
             Ok(r) => {
                 violated = r.violated();
                 report = serde_json::from_str(&r.json()).ok();
+                report_text = Some(r.human());
             }
             Err(e) => verify_error = Some(e),
         }
@@ -345,8 +413,10 @@ fn candidate_from(
     Ok(Candidate {
         gen,
         report,
+        report_text,
         violated,
         verify_error,
+        devices,
     })
 }
 
@@ -402,6 +472,15 @@ fn bad_intent(change: &Change) -> ApiError {
     .hint("`netc check --intent FILE` shows the same problems")
 }
 
+/// What an accepted apply did, read back after the session kept it.
+struct Applied {
+    id: i64,
+    committed: bool,
+    gen: NewGeneration,
+    cand: Candidate,
+    rolled: Option<Rolled>,
+}
+
 fn apply(shared: &Shared, body: &Json) -> Reply {
     let run_verifier = flag(body, "verify", true)?;
     let force = flag(body, "force", false)?;
@@ -432,57 +511,154 @@ fn apply(shared: &Shared, body: &Json) -> Reply {
             if !ch.findings.is_empty() {
                 return (false, Err(bad_intent(ch)));
             }
-            let cand = match candidate_from(w, ch, outputs, run_verifier) {
-                Ok(c) => c,
-                Err(e) => return (false, Err(e)),
-            };
-            if cand.violated && !force {
-                let e = ApiError::new(
-                    422,
-                    "violation",
-                    "the verifier found a violation; nothing was applied",
-                )
-                .detail(json!({ "report": cand.report }))
-                .hint("fix the intent, or send \"force\": true (recorded with the generation)");
-                return (false, Err(e));
-            }
-            let mut gen = cand.gen.clone();
-            gen.verdict = Some(verdict_of(&cand, run_verifier));
-            gen.forced = force && cand.violated;
-            gen.actor = actor.clone();
-            gen.command = "netc serve: POST /v1/apply".into();
-            gen.note = note.clone();
-            if ch.devices.is_empty() && base > 0 {
-                return (true, Ok((base, gen, cand)));
-            }
-            match store.commit_generation(&gen) {
-                Ok(id) => (true, Ok((id, gen, cand))),
-                Err(e) => (
-                    false,
-                    Err(ApiError::new(500, "store", e.to_string())
-                        .hint(e.hint().unwrap_or_default())),
-                ),
+            match accept(
+                shared,
+                w,
+                ch,
+                store,
+                outputs,
+                base,
+                run_verifier,
+                force,
+                &actor,
+                &note,
+            ) {
+                Ok(a) => (true, Ok(a)),
+                Err(e) => (false, Err(e)),
             }
         })
         .map_err(warm_error)?;
-    let (id, gen, cand) = outcome?;
+    let Applied {
+        id,
+        committed,
+        gen,
+        cand,
+        rolled,
+    } = outcome?;
     let changes = file_changes(outputs, &gen.outputs);
+    let not_pushed = not_pushed(&gen, rolled.is_some());
     *outputs = gen.outputs;
     d.generation = id;
     shared
         .deltas
         .append(change.devices.iter().map(|x| delta_json(x, id)).collect());
+    let pushed = rolled.as_ref().map_or(json!([]), Rolled::pushed_json);
+    shared.log.event(
+        "applied",
+        json!({"generation": id, "committed": committed, "devices_changed": change.devices.len(),
+               "pushed": pushed.as_array().map_or(0, Vec::len), "forced": gen.forced}),
+    );
     Ok(json!({
         "generation": id,
+        "committed": committed,
         "base": base,
         "change": change_json(&change),
         "changes": changes,
+        "devices": changes_json(&cand.devices, true),
+        "pushed": pushed,
+        "not_pushed": not_pushed,
+        "push": shared.devices.describe(),
+        "interrupted": rolled.as_ref().map_or(Json::Null, Rolled::interrupted_json),
         "verdict": verdict_of(&cand, run_verifier).as_str(),
         "forced": gen.forced,
         "report": cand.report,
+        "report_text": cand.report_text,
         "verify_error": cand.verify_error,
         "deltas": {"last": shared.deltas.last()},
     }))
+}
+
+/// Devices (and target kinds) of the generation that no route reached, as
+/// `netc apply` lists them (every device when the daemon does not push).
+fn not_pushed(gen: &NewGeneration, pushing: bool) -> Vec<String> {
+    let mut v: Vec<String> = gen
+        .outputs
+        .iter()
+        .filter(|o| !pushing || !o.pushed)
+        .map(|o| format!("{} ({})", o.device, o.kind))
+        .collect();
+    v.dedup();
+    v
+}
+
+/// With the session in its new state: verify (refuse as `netc apply`
+/// does), push to the devices, commit. An `Err` means the session goes back.
+#[allow(clippy::too_many_arguments)]
+fn accept(
+    shared: &Shared,
+    w: &Warm,
+    ch: &Change,
+    store: &mut Store,
+    outputs: &[DeviceOutput],
+    base: i64,
+    run_verifier: bool,
+    force: bool,
+    actor: &str,
+    note: &str,
+) -> Result<Applied, ApiError> {
+    let cand = candidate_from(w, ch, outputs, store, base, run_verifier)?;
+    let refused = cand.refused(run_verifier);
+    if let (Some(why), false) = (&refused, force) {
+        return Err(ApiError::new(
+            422,
+            "violation",
+            format!("refused: {why}; nothing was pushed"),
+        )
+        .detail(json!({
+            "refused": why,
+            "report": cand.report,
+            "report_text": cand.report_text,
+            "verify_error": cand.verify_error,
+            "verdict": verdict_of(&cand, run_verifier).as_str(),
+            "devices": changes_json(&cand.devices, true),
+        }))
+        .hint(
+            "fix the intent, or send \"force\": true (`--force`; recorded with the generation)",
+        ));
+    }
+    let mut gen = cand.gen.clone();
+    gen.verdict = Some(verdict_of(&cand, run_verifier));
+    gen.forced = force && refused.is_some();
+    gen.actor = actor.to_string();
+    gen.command = "netc serve: POST /v1/apply".into();
+    gen.note = note.to_string();
+    let previous = base_outputs(outputs, base);
+    let rolled = match devices::inventory(&shared.devices, store, w)? {
+        Some(inv) => Some(devices::roll(
+            store,
+            &inv,
+            &mut gen,
+            previous,
+            (base > 0).then_some(base),
+        )?),
+        None => None,
+    };
+    let same_routes = rolled.is_none()
+        || store
+            .generation(base)
+            .is_ok_and(|g| g.inventory == gen.inventory);
+    if ch.devices.is_empty() && base > 0 && same_routes && note.is_empty() {
+        if rolled.is_some() {
+            store.abort_apply().map_err(devices::store_error)?;
+        }
+        return Ok(Applied {
+            id: base,
+            committed: false,
+            gen,
+            cand,
+            rolled,
+        });
+    }
+    let id = store
+        .commit_generation(&gen)
+        .map_err(devices::store_error)?;
+    Ok(Applied {
+        id,
+        committed: true,
+        gen,
+        cand,
+        rolled,
+    })
 }
 
 fn verify(shared: &Shared) -> Reply {

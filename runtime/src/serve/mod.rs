@@ -1,14 +1,18 @@
 //! `netc serve`: a daemon that keeps the intent's dataflow warm.
 //!
 //! Map, in the order a request meets it:
-//! - `http.rs`: HTTP/1.1 (tiny_http), bearer-token auth, body limits, JSON;
+//! - `http.rs`: HTTP/1.1 (tiny_http), bearer-token auth, body limits, JSON,
+//!   the version check, one log line per request (`log.rs`, `--json`);
 //! - `api.rs`: the endpoints (specs/serve.md) over the shared [`api::Daemon`];
+//! - `devices.rs`: where an apply is pushed (inventory, the local lab, or
+//!   nowhere with `--no-push`) and the rollout with put-back;
 //! - `warm.rs`: the session — intent compiled once, each change committed
 //!   as a difference of facts into the running engine (shared with `netc
 //!   repl`);
 //! - `pattern.rs`: `rel(X, "c", _)` patterns (queries, `:assert`, `:explain`);
 //! - `deltas.rs`: the numbered stream of per-device deltas;
-//! - `record.rs`: the session as a store generation and back (recovery).
+//! - `record.rs`: the session as a store generation and back (recovery);
+//! - `client.rs`: the other side, for `netc plan/apply --server URL`.
 //!
 //! [`run`] opens the store (`--state DIR`, default `.netc`), recovers the
 //! last committed generation's intent (or starts from the command line's
@@ -20,8 +24,11 @@ pub mod pattern;
 pub mod warm;
 pub mod deltas;
 pub mod record;
+pub mod devices;
+pub mod log;
 pub mod api;
 pub mod http;
+pub mod client;
 
 use crate::commands::Outcome;
 use std::io::Write;
@@ -37,6 +44,11 @@ pub struct ServeArgs<'a> {
     pub token_file: Option<&'a Path>,
     pub intent: &'a [PathBuf],
     pub rules: Option<&'a Path>,
+    /// `--inventory FILE` (None: the local lab, as `netc apply`).
+    pub inventory: Option<&'a Path>,
+    /// `--no-push`: record and publish only.
+    pub no_push: bool,
+    pub json: bool,
 }
 
 pub fn run(args: ServeArgs) -> Outcome {
@@ -50,8 +62,17 @@ fn start(args: &ServeArgs) -> Result<Outcome, Outcome> {
         || PathBuf::from(crate::store::DEFAULT_DIR),
         Path::to_path_buf,
     );
+    let devices = match (args.no_push, args.inventory) {
+        (true, _) => devices::Devices::None,
+        (false, Some(p)) => devices::Devices::Inventory(crate::commands::apply::load_inventory(p)?),
+        (false, None) => devices::Devices::Lab,
+    };
+    let log = log::Log { json: args.json };
     let store = crate::store::Store::open(&dir).map_err(store_error)?;
-    let token = token(&dir, args.token_file)?;
+    let token_path = args
+        .token_file
+        .map_or_else(|| dir.join("serve.token"), Path::to_path_buf);
+    let token = token(&token_path, args.token_file.is_some(), args.json)?;
     let mut initial = Vec::new();
     for p in args.intent {
         initial.push(warm::IntentText::read(p).map_err(|e| {
@@ -110,13 +131,21 @@ fn start(args: &ServeArgs) -> Result<Outcome, Outcome> {
         deltas: deltas::DeltaLog::default(),
         token,
         epoch,
+        devices,
+        log,
     });
-    eprintln!(
-        "netc serve: listening on http://{addr} (generation {generation}, state {}, pid {})",
-        dir.display(),
-        std::process::id()
+    log.event(
+        "listening",
+        serde_json::json!({
+            "url": format!("http://{addr}"),
+            "pid": std::process::id(),
+            "token_file": std::path::absolute(&token_path).unwrap_or(token_path).display().to_string(),
+            "state": dir.display().to_string(),
+            "generation": generation,
+            "push": shared.devices.describe(),
+            "version": client::VERSION,
+        }),
     );
-    let _ = std::io::stderr().flush();
     let server = Arc::new(server);
     let workers: Vec<_> = (0..THREADS)
         .map(|_| {
@@ -139,11 +168,10 @@ fn store_error(e: crate::store::StoreError) -> Outcome {
     Outcome::InputError(e.to_string(), hint)
 }
 
-/// The bearer token: `--token-file`, else `DIR/serve.token`, made (32 random
-/// bytes, hex, mode 0600) when it does not exist.
-fn token(dir: &Path, file: Option<&Path>) -> Result<String, Outcome> {
-    let path = file.map_or_else(|| dir.join("serve.token"), Path::to_path_buf);
-    match std::fs::read_to_string(&path) {
+/// The bearer token: `--token-file` (`given`), else `DIR/serve.token`, made
+/// (32 random bytes, hex, mode 0600) when it does not exist.
+fn token(path: &Path, given: bool, json: bool) -> Result<String, Outcome> {
+    match std::fs::read_to_string(path) {
         Ok(t) if !t.trim().is_empty() => return Ok(t.trim().to_string()),
         Ok(_) => {
             return Err(Outcome::InputError(
@@ -151,7 +179,7 @@ fn token(dir: &Path, file: Option<&Path>) -> Result<String, Outcome> {
                 Some("put a secret in it, or delete it to have one made".into()),
             ))
         }
-        Err(e) if file.is_some() || e.kind() != std::io::ErrorKind::NotFound => {
+        Err(e) if given || e.kind() != std::io::ErrorKind::NotFound => {
             return Err(Outcome::InputError(
                 format!("cannot read the token file `{}`: {e}", path.display()),
                 None,
@@ -168,7 +196,7 @@ fn token(dir: &Path, file: Option<&Path>) -> Result<String, Outcome> {
     opts.write(true).create_new(true);
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
-    opts.open(&path)
+    opts.open(path)
         .and_then(|mut f| f.write_all(token.as_bytes()))
         .map_err(|e| {
             Outcome::InputError(
@@ -176,6 +204,8 @@ fn token(dir: &Path, file: Option<&Path>) -> Result<String, Outcome> {
                 None,
             )
         })?;
-    eprintln!("netc serve: made a token in {} (mode 0600)", path.display());
+    if !json {
+        eprintln!("netc serve: made a token in {} (mode 0600)", path.display());
+    }
     Ok(token)
 }
