@@ -45,7 +45,8 @@ class Daemon:
         self.state = state
         self.log = state.parent / f"serve-{time.monotonic_ns()}.log"
         self.proc = subprocess.Popen(
-            [netc, "serve", "--listen", "127.0.0.1:0", "--state", str(state), *map(str, intent)],
+            # --no-push: these tests are about the session and the API; pushing is test_apply_server.py's
+            [netc, "serve", "--no-push", "--listen", "127.0.0.1:0", "--state", str(state), *map(str, intent)],
             stdout=subprocess.DEVNULL,
             stderr=open(self.log, "w"),
         )
