@@ -17,8 +17,9 @@
 use netc_compiler::value::Value;
 use netc_verify::artifacts::{Artifacts, Row};
 use netc_verify::incremental::Verifier;
-use netc_verify::policy::{Facts, Policy, Vm};
+use netc_verify::policy::{Acl, Facts, Policy, Vm};
 use netc_verify::space::mac;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -27,6 +28,7 @@ struct Args {
     intent: PathBuf,
     schema: PathBuf,
     changes: usize,
+    acl: bool,
     json: Option<PathBuf>,
 }
 
@@ -36,6 +38,7 @@ fn args() -> Result<Args, String> {
         intent: PathBuf::new(),
         schema: PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../rules/schema.ndl")),
         changes: 200,
+        acl: true,
         json: None,
     };
     let mut it = std::env::args().skip(1);
@@ -47,6 +50,7 @@ fn args() -> Result<Args, String> {
             "--schema" => a.schema = v()?.into(),
             "--changes" => a.changes = v()?.parse().map_err(|e| format!("--changes: {e}"))?,
             "--json" => a.json = Some(v()?.into()),
+            "--no-acl" => a.acl = false,
             _ => {
                 return Err(format!(
                 "unknown argument `{k}` (--artifacts DIR --intent FILE [--changes N] [--json OUT])"
@@ -133,6 +137,66 @@ fn without(a: &Artifacts, p: &Policy, v: &Vm) -> (Artifacts, Policy) {
     (n, q)
 }
 
+/// The generation whose policy gains one ACL rule for `v`'s tenant, above
+/// every other: deny TCP port 22 to `v` (the artifacts are left as they
+/// are, so the checks of that tenant's VMs read their outcomes again).
+fn with_acl(p: &Policy, v: &Vm) -> Policy {
+    let mut q = p.clone();
+    let rules = q.acls.entry(v.tenant.clone()).or_default();
+    let top = rules.iter().map(|r| r.priority).max().unwrap_or(0);
+    rules.push(Acl {
+        priority: top + 1,
+        src: (0, 0),
+        dst: (v.ip, 32),
+        proto: 6,
+        lo: 22,
+        hi: 22,
+        allow: false,
+        at: "bench".into(),
+    });
+    q
+}
+
+/// One kind of change: the time and the VMs re-checked of each.
+#[derive(Default)]
+struct Kind {
+    ms: Vec<f64>,
+    rechecked: Vec<f64>,
+    retraced: Vec<f64>,
+    /// Per change: diff, path checks, table checks (ms).
+    phases: Vec<[f64; 3]>,
+}
+
+impl Kind {
+    fn summary(&self) -> serde_json::Value {
+        let sorted = |v: &[f64]| {
+            let mut s = v.to_vec();
+            s.sort_by(f64::total_cmp);
+            s
+        };
+        let (ms, rc, rt) = (
+            sorted(&self.ms),
+            sorted(&self.rechecked),
+            sorted(&self.retraced),
+        );
+        serde_json::json!({
+            "changes": ms.len(),
+            "p50_ms": pct(&ms, 50.0),
+            "p99_ms": pct(&ms, 99.0),
+            "max_ms": ms.last().copied().unwrap_or(0.0),
+            "rechecked_vms_p50": pct(&rc, 50.0),
+            "rechecked_vms_max": rc.last().copied().unwrap_or(0.0),
+            "retraced_vms_p50": pct(&rt, 50.0),
+            "retraced_vms_max": rt.last().copied().unwrap_or(0.0),
+            "p50_phase_ms": {
+                "diff": pct(&sorted(&self.phases.iter().map(|p| p[0]).collect::<Vec<_>>()), 50.0),
+                "paths": pct(&sorted(&self.phases.iter().map(|p| p[1]).collect::<Vec<_>>()), 50.0),
+                "tables": pct(&sorted(&self.phases.iter().map(|p| p[2]).collect::<Vec<_>>()), 50.0),
+            },
+        })
+    }
+}
+
 fn pct(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
@@ -178,41 +242,68 @@ fn run() -> Result<(), String> {
         seed ^= seed >> 27;
         seed.wrapping_mul(0x2545_f491_4f6c_dd1d)
     };
-    let (mut times, mut rechecked, mut fulls) = (Vec::new(), Vec::new(), 0usize);
+    let mut kinds: BTreeMap<&str, Kind> = BTreeMap::new();
+    let mut fulls = 0usize;
+    let mut step = |v: &mut Verifier, kind: &'static str, a: Artifacts, p: Policy| {
+        let up = v.update(a, p).map_err(|e| e.to_string())?;
+        let k = kinds.entry(kind).or_default();
+        k.ms.push(up.millis);
+        k.rechecked.push(up.rechecked as f64);
+        k.retraced.push(up.retraced as f64);
+        k.phases
+            .push([up.diff_millis, up.paths_millis, up.tables_millis]);
+        fulls += usize::from(up.full);
+        Ok::<f64, String>(up.millis)
+    };
     for i in 0..a.changes.div_ceil(2) {
         let vm = policy.vms[(next() % vms.max(1) as u64) as usize].clone();
         let (na, np) = without(&artifacts, &policy, &vm);
-        for (gen_a, gen_p) in [(na, np), (artifacts.clone(), policy.clone())] {
-            let up = v.update(gen_a, gen_p).map_err(|e| e.to_string())?;
-            times.push(up.millis);
-            rechecked.push(up.rechecked as f64);
-            fulls += usize::from(up.full);
+        let ms = step(&mut v, "remove VM", na, np)?;
+        step(&mut v, "add VM", artifacts.clone(), policy.clone())?;
+        if a.acl {
+            step(
+                &mut v,
+                "ACL rule (policy)",
+                artifacts.clone(),
+                with_acl(&policy, &vm),
+            )?;
+            step(
+                &mut v,
+                "ACL rule (policy)",
+                artifacts.clone(),
+                policy.clone(),
+            )?;
         }
-        if i % 20 == 0 {
-            eprintln!("change {}: {:.2} ms", 2 * i + 1, times[times.len() - 2]);
+        if i % 10 == 0 {
+            eprintln!(
+                "change {}: remove {}/{}: {ms:.2} ms",
+                2 * i + 1,
+                vm.tenant,
+                vm.name
+            );
         }
     }
     let last = v.report(&netc_verify::NoProvenance, None);
-    let mut sorted = times.clone();
-    sorted.sort_by(f64::total_cmp);
-    let mut rs = rechecked.clone();
-    rs.sort_by(f64::total_cmp);
-    let p50 = pct(&sorted, 50.0);
+    let per_kind: BTreeMap<&str, serde_json::Value> =
+        kinds.iter().map(|(k, x)| (*k, x.summary())).collect();
+    let all = kinds.values().fold(Kind::default(), |mut acc, k| {
+        acc.ms.extend(&k.ms);
+        acc.rechecked.extend(&k.rechecked);
+        acc.retraced.extend(&k.retraced);
+        acc.phases.extend(&k.phases);
+        acc
+    });
+    let mut summary = all.summary();
+    summary["full_rebuilds"] = fulls.into();
+    summary["kind"] = "every change below".into();
+    let p50 = summary["p50_ms"].as_f64().unwrap_or(0.0);
     let out = serde_json::json!({
         "artifacts": a.artifacts.display().to_string(),
         "vms": vms,
         "flows": flows,
         "full": {"seconds": full_s, "peak_rss_mb": full_rss, "violated": violated(&full_report)},
-        "incremental": {
-            "changes": times.len(),
-            "kind": "remove one VM / add it back (alternating)",
-            "p50_ms": p50,
-            "p99_ms": pct(&sorted, 99.0),
-            "max_ms": sorted.last().copied().unwrap_or(0.0),
-            "rechecked_vms_p50": pct(&rs, 50.0),
-            "rechecked_vms_max": rs.last().copied().unwrap_or(0.0),
-            "full_rebuilds": fulls,
-        },
+        "incremental": summary,
+        "by_kind": per_kind,
         "speedup_p50": if p50 > 0.0 { full_s * 1e3 / p50 } else { 0.0 },
         "back_to_start_same_verdicts": violated(&last) == violated(&full_report),
         "peak_rss_mb": peak_rss_mb(),

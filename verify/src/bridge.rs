@@ -17,7 +17,7 @@ use crate::ofctl::{self, Action, Constraint, Nat, OfctlError};
 use crate::space::{Field, Space};
 use biodivine_lib_bdd::Bdd;
 use std::cell::RefCell;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 
 /// The value of a field on a path, relative to the packet as sent.
@@ -56,8 +56,8 @@ impl Pkt {
     }
 }
 
-/// One step of a path.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// One step of a path (ordered so a VM's outcomes have one canonical order).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Hop {
     Flow {
         bridge: u32,
@@ -78,7 +78,7 @@ pub enum Hop {
     },
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum End {
     Deliver { port: u32 },
     Tunnel { tun_id: u128, tun_dst: u32 },
@@ -125,31 +125,46 @@ pub struct Bridge {
 }
 
 /// What runs of a bridge read: each table with the values of the fields
-/// its flows match (a flow that cannot match those values never mattered),
-/// and each group executed. `incremental.rs` compares changed flows with it.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// its flows match, and each group executed, each with the set of original
+/// packets that got there (a flow that cannot match those values, or those
+/// packets, never mattered). `incremental.rs` intersects changed flows with
+/// it to find the packets whose outcomes a change can alter.
+#[derive(Clone, Debug, Default)]
 pub struct Reads {
-    pub tables: BTreeSet<(u8, Vec<(Field, Val)>)>,
-    pub groups: BTreeSet<u32>,
+    pub tables: BTreeMap<(u8, Vec<(Field, Val)>), Bdd>,
+    pub groups: BTreeMap<u32, Bdd>,
 }
 
 impl Reads {
-    /// Whether a flow of `table` with these constraints could have been
-    /// applicable to one of the runs: no constraint contradicts a constant.
-    pub fn may_match(&self, table: u8, matches: &[Constraint]) -> bool {
-        self.tables.iter().any(|(t, key)| {
-            *t == table
-                && matches.iter().all(|c| {
-                    key.iter().all(|(f, v)| {
-                        *f != c.field
-                            || !matches!(v, Val::Const(x) if (x & c.mask) != (c.value & c.mask))
-                    })
-                })
-        })
-    }
     pub fn merge(&mut self, other: Reads) {
-        self.tables.extend(other.tables);
-        self.groups.extend(other.groups);
+        for (k, b) in other.tables {
+            union_into(&mut self.tables, k, &b);
+        }
+        for (g, b) in other.groups {
+            union_into(&mut self.groups, g, &b);
+        }
+    }
+
+    /// The same reads without the packets of `h` (entries left empty go).
+    pub fn without(&mut self, h: &Bdd) {
+        for b in self.tables.values_mut().chain(self.groups.values_mut()) {
+            *b = b.and_not(h);
+        }
+        self.tables.retain(|_, b| !b.is_false());
+        self.groups.retain(|_, b| !b.is_false());
+    }
+}
+
+/// `m[k] ∪= b`.
+pub fn union_into<K: Ord>(m: &mut BTreeMap<K, Bdd>, k: K, b: &Bdd) {
+    match m.entry(k) {
+        std::collections::btree_map::Entry::Occupied(mut e) => {
+            let u = e.get().or(b);
+            e.insert(u);
+        }
+        std::collections::btree_map::Entry::Vacant(e) => {
+            e.insert(b.clone());
+        }
     }
 }
 
@@ -254,8 +269,8 @@ impl Bridge {
             .collect();
         if let Some(r) = self.reads.borrow_mut().as_mut() {
             let fields = self.keys.get(&table).into_iter().flatten().copied();
-            r.tables
-                .insert((table, fields.zip(key.iter().copied()).collect()));
+            let k = (table, fields.zip(key.iter().copied()).collect());
+            union_into(&mut r.tables, k, &pkt.set);
         }
         if let Some(hit) = self.cache.borrow().get(&(table, key.clone())) {
             return hit.clone();
@@ -499,7 +514,7 @@ impl Bridge {
                 Action::Group(g) => {
                     emitted = true;
                     if let Some(r) = self.reads.borrow_mut().as_mut() {
-                        r.groups.insert(*g);
+                        union_into(&mut r.groups, *g, &pkt.set);
                     }
                     match self.groups.get(g) {
                         None => out.push(self.end(

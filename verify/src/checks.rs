@@ -22,7 +22,7 @@
 //! on its tenant's policy, which is what lets `incremental.rs` re-check
 //! only the VMs a change can affect.
 
-use crate::bridge::{End, Val};
+use crate::bridge::{End, Hop, Outcome, Val};
 use crate::network::{Footprint, Network};
 use crate::policy::{Acl, Policy, Vm};
 use crate::space::{Field, Space, ETH_ARP, ETH_IP};
@@ -161,6 +161,9 @@ pub struct VmChecked {
     pub outcomes: usize,
     pub pairs: usize,
     pub footprint: Footprint,
+    /// The trace's outcomes ([`normalize`]d), which the checks read: kept so
+    /// an update can replace only the part of the packets a change touched.
+    pub traced: Vec<Outcome>,
 }
 
 /// Runs every path invariant.
@@ -168,7 +171,9 @@ pub fn run(net: &Network, policy: &Policy, limit: usize) -> PathResults {
     let shared = Shared::new(&net.space, policy);
     let mut res = PathResults::default();
     for ai in 0..policy.vms.len() {
-        res.merge(check_vm(net, policy, &shared, ai), limit);
+        let mut c = check_vm(net, policy, &shared, ai);
+        c.traced = Vec::new(); // not needed once merged: free it early
+        res.merge(c, limit);
     }
     res
 }
@@ -184,6 +189,34 @@ impl PathResults {
     }
 }
 
+/// One canonical list of outcomes, whatever order the trace found them in
+/// and however its packets were split: one outcome per (path, end, device),
+/// its set the union, sorted by that key. A trace of all packets and the
+/// splice of traces of disjoint parts of them normalize to the same list.
+pub fn normalize(outs: Vec<Outcome>) -> Vec<Outcome> {
+    let mut by_key: BTreeMap<(Vec<Hop>, End, u32), Outcome> = BTreeMap::new();
+    for o in outs {
+        match by_key.entry((o.path.clone(), o.end.clone(), o.device)) {
+            std::collections::btree_map::Entry::Occupied(mut e) => {
+                let u = e.get().pkt.set.or(&o.pkt.set);
+                e.get_mut().pkt.set = u;
+            }
+            std::collections::btree_map::Entry::Vacant(e) => {
+                e.insert(o);
+            }
+        }
+    }
+    by_key.into_values().collect()
+}
+
+/// The outcomes ([`normalize`]d) of the packets `set` VM `ai` sends, and
+/// what of the network they read.
+pub fn trace_vm(net: &Network, vm: &Vm, set: Bdd) -> (Vec<Outcome>, Footprint) {
+    let mut fp = Footprint::default();
+    let outs = normalize(net.trace_reading(vm, set, false, &mut fp));
+    (outs, fp)
+}
+
 /// The path invariants for the packets VM `ai` sends.
 pub fn check_vm<'p>(
     net: &Network,
@@ -191,15 +224,27 @@ pub fn check_vm<'p>(
     shared: &Shared<'p>,
     ai: usize,
 ) -> VmChecked {
+    let (outs, fp) = trace_vm(net, &policy.vms[ai], net.space.all());
+    evaluate(net, policy, shared, ai, outs, fp)
+}
+
+/// The path invariants for VM `ai`, given its trace's outcomes.
+pub fn evaluate<'p>(
+    net: &Network,
+    policy: &'p Policy,
+    shared: &Shared<'p>,
+    ai: usize,
+    outs: Vec<Outcome>,
+    fp: Footprint,
+) -> VmChecked {
     let space = &net.space;
     let a = &policy.vms[ai];
-    let mut fp = Footprint::default();
-    let outs = net.trace_reading(a, space.all(), false, &mut fp);
     let mut res = VmChecked {
         violations: Vec::new(),
         outcomes: outs.len(),
         pairs: 0,
         footprint: Footprint::default(),
+        traced: Vec::new(),
     };
     let (multicast, ip) = (&shared.multicast, &shared.ip);
     let ok_src = legit(space, a);
@@ -301,6 +346,25 @@ pub fn check_vm<'p>(
         });
     }
     res.footprint = fp;
+    let res = pairs(space, policy, shared, ai, &delivered, &ok_src, res);
+    VmChecked {
+        traced: outs,
+        ..res
+    }
+}
+
+/// REACH-1 and ACL-1 for VM `ai` and each peer, given what it delivered.
+fn pairs<'p>(
+    space: &Space,
+    policy: &'p Policy,
+    shared: &Shared<'p>,
+    ai: usize,
+    delivered: &BTreeMap<usize, Bdd>,
+    ok_src: &Bdd,
+    mut res: VmChecked,
+) -> VmChecked {
+    let a = &policy.vms[ai];
+    let ip = &shared.ip;
     if !policy.from_intent {
         return res;
     }

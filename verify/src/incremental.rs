@@ -28,13 +28,16 @@
 //! device set or of where the policy came from (intent or agents' rows).
 
 use crate::artifacts::{Artifacts, FlowText, GroupText, Row};
+use crate::bridge::{End, Hop, Outcome, Val};
 use crate::checks::{self, PathResults, Shared, VmChecked};
 use crate::network::{Footprint, Network};
 use crate::ofctl::Constraint;
 use crate::policy::{Policy, Vm};
 use crate::report::Report;
+use crate::space::{Field, Space};
 use crate::{assemble, nf, Input, Provenance, TableFindings, VerifyError};
-use std::collections::{BTreeMap, BTreeSet};
+use biodivine_lib_bdd::Bdd;
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
 /// The load-balancer relations the network model reads.
@@ -66,14 +69,23 @@ pub struct Verifier {
 pub struct Update {
     /// The whole model was rebuilt and every VM re-checked.
     pub full: bool,
-    /// VMs traced again, of `vms`.
+    /// VMs whose results were computed again (on part of their packets or
+    /// all), of `vms`; the rest were kept as they were.
     pub rechecked: usize,
+    /// Of those, VMs traced again: in full (new, or their own record
+    /// changed) or on the packets a change touched.
+    pub retraced: usize,
     pub vms: usize,
     /// Bridges rebuilt from their new flows/groups.
     pub bridges_rebuilt: usize,
     /// Whether the load-balancer rows were re-read.
     pub lb_reloaded: bool,
     pub millis: f64,
+    /// Of `millis`: diffing the generations and rebuilding what changed,
+    /// the path checks, and the table checks (AFF-1/3/4, CAP-1).
+    pub diff_millis: f64,
+    pub paths_millis: f64,
+    pub tables_millis: f64,
 }
 
 /// What changed between two generations, as the footprints name it.
@@ -85,28 +97,157 @@ struct Changes {
     /// Fan-out tun_ids whose set of accepting bridges may have changed
     /// (`None` inside = any tun_id).
     fanout: BTreeSet<Option<u128>>,
+    /// Ports whose owner (the first VM there) may have changed.
     ports: BTreeSet<(String, u32)>,
-    /// VMs (tenant, name) re-checked whatever their footprint.
+    /// VMs (tenant, name) whose own record changed: traced again in full.
     vms: BTreeSet<(String, String)>,
+    /// Tenants whose policy (VMs, vnets, ACLs, multicast, DSR) changed:
+    /// their VMs' outcomes are checked again.
     tenants: BTreeSet<String>,
+    /// VIPs or their backends changed: what a load-balancer hop exposes.
+    exposures: bool,
 }
 
 impl Changes {
-    fn meets(&self, fp: &Footprint) -> bool {
-        self.bridges.iter().any(|(name, bc)| {
-            fp.bridges.get(name).is_some_and(|r| {
-                bc.groups.iter().any(|g| r.groups.contains(g))
-                    || r.tables.iter().any(|(t, _)| bc.tables.contains(t))
-                    || bc.flows.iter().any(|(t, m)| r.may_match(*t, m))
-            })
-        }) || self.addresses.iter().any(|a| fp.addresses.contains(a))
-            || self.instances.iter().any(|i| fp.instances.contains(i))
-            || self.ports.iter().any(|p| fp.ports.contains(p))
-            || self.fanout.iter().any(|t| match t {
-                None => !fp.fanout.is_empty(),
-                Some(t) => fp.fanout.contains(t),
-            })
+    /// The packets (original headers) of a VM whose outcomes the change
+    /// can alter, of those its footprint says read a changed part: at a
+    /// changed bridge, those that reached a table with values an added or
+    /// removed flow can match (intersected with that flow's match, seen
+    /// through what the path wrote), a table that changed as a whole, or a
+    /// changed group; those sent to a changed address, instance or fan-out.
+    /// Every other packet takes the same path in both generations.
+    fn affected(&self, space: &Space, fp: &Footprint) -> Bdd {
+        let mut h = space.none();
+        for (name, bc) in &self.bridges {
+            let Some(r) = fp.bridges.get(name) else {
+                continue;
+            };
+            for ((t, key), reached) in &r.tables {
+                if bc.tables.contains(t) {
+                    h = h.or(reached);
+                    continue;
+                }
+                for m in bc.flows.get(t).into_iter().flatten() {
+                    if let Some(b) = seen_through(space, key, m) {
+                        h = h.or(&reached.and(&b));
+                    }
+                }
+            }
+            for (g, reached) in &r.groups {
+                if bc.groups.contains(g) {
+                    h = h.or(reached);
+                }
+            }
+        }
+        for (a, reached) in &fp.addresses {
+            if self.addresses.contains(a) {
+                h = h.or(reached);
+            }
+        }
+        for (i, reached) in &fp.instances {
+            if self.instances.contains(i) {
+                h = h.or(reached);
+            }
+        }
+        let any = self.fanout.contains(&None);
+        for (t, reached) in &fp.fanout {
+            if any || self.fanout.contains(&Some(*t)) {
+                h = h.or(reached);
+            }
+        }
+        h
     }
+
+    /// Whether the checks must read a VM's (unchanged) outcomes again.
+    fn rereads(&self, net: &Network, vm: &Vm, outs: &[Outcome]) -> bool {
+        self.tenants.contains(&vm.tenant)
+            || outs.iter().any(|o| match o.end {
+                End::Deliver { port } => self
+                    .ports
+                    .contains(&(net.bridges[o.device as usize].name.clone(), port)),
+                _ => false,
+            })
+            || (self.exposures
+                && outs
+                    .iter()
+                    .any(|o| o.path.iter().any(|h| matches!(h, Hop::Lb { .. }))))
+    }
+}
+
+/// A flow's match as a set of original packets, at a table reached with
+/// these field values (`None`: it cannot match them). A field the values
+/// do not name (the table had no flow matching it) may hold anything.
+fn seen_through(space: &Space, key: &[(Field, Val)], m: &[Constraint]) -> Option<Bdd> {
+    let mut b = space.all();
+    for c in m {
+        match key.iter().find(|(f, _)| *f == c.field).map(|(_, v)| *v) {
+            Some(Val::Const(x)) if (x & c.mask) != (c.value & c.mask) => return None,
+            Some(Val::Alias(g)) => b = b.and(&space.field_eq(g, c.value, c.mask)),
+            _ => {}
+        }
+    }
+    Some(b)
+}
+
+/// New indices for the flows of rebuilt bridges and the load-balancer rows
+/// of a reloaded model, so a kept outcome's path names what a fresh trace
+/// would (only entries that moved are listed).
+#[derive(Default)]
+struct Renumber {
+    flows: HashMap<u32, Vec<Option<u32>>>,
+    lb: Option<Vec<Option<u32>>>,
+}
+
+impl Renumber {
+    fn hop(&self, h: Hop) -> Option<Hop> {
+        Some(match h {
+            Hop::Flow { bridge, flow } => match self.flows.get(&bridge) {
+                Some(m) => Hop::Flow {
+                    bridge,
+                    flow: (*m.get(flow as usize)?)?,
+                },
+                None => h,
+            },
+            Hop::Lb { row } => match &self.lb {
+                Some(m) => Hop::Lb {
+                    row: (*m.get(row as usize)?)?,
+                },
+                None => h,
+            },
+            other => other,
+        })
+    }
+
+    /// The outcomes with their paths renumbered; `None` if a path holds a
+    /// flow or row the new generation lacks.
+    fn outcomes(&self, mut outs: Vec<Outcome>) -> Option<Vec<Outcome>> {
+        if self.flows.is_empty() && self.lb.is_none() {
+            return Some(outs);
+        }
+        for o in &mut outs {
+            for h in &mut o.path {
+                *h = self.hop(*h)?;
+            }
+        }
+        Some(outs)
+    }
+}
+
+/// Old position → new position of equal items (equal ones in order);
+/// `None` when it is the identity.
+fn positions<K: Eq + std::hash::Hash>(old: &[K], new: &[K]) -> Option<Vec<Option<u32>>> {
+    if old == new {
+        return None;
+    }
+    let mut at: HashMap<&K, VecDeque<u32>> = HashMap::new();
+    for (i, k) in new.iter().enumerate() {
+        at.entry(k).or_default().push_back(i as u32);
+    }
+    Some(
+        old.iter()
+            .map(|k| at.get_mut(k).and_then(VecDeque::pop_front))
+            .collect(),
+    )
 }
 
 fn key(v: &Vm) -> (String, String) {
@@ -189,6 +330,7 @@ impl Verifier {
         }
         let mut ch = Changes::default();
         let mut up = Update::default();
+        let mut renum = Renumber::default();
         // bridges
         for name in devices(&artifacts) {
             let (of, nf_) = (self.artifacts.flows.get(&name), artifacts.flows.get(&name));
@@ -202,6 +344,12 @@ impl Verifier {
                 continue;
             }
             let old_accept = self.net.accepts(&name).cloned();
+            if let (Some(m), Some(i)) = (
+                positions(&flow_keys(of), &flow_keys(nf_)),
+                self.net.index_of(&name),
+            ) {
+                renum.flows.insert(i, m);
+            }
             self.net.replace_bridge(
                 &name,
                 nf_.map(Vec::as_slice).unwrap_or(&[]),
@@ -229,9 +377,20 @@ impl Verifier {
             .any(|r| !same_rows(self.artifacts.rows(r), artifacts.rows(r)));
         if lb_changed {
             let old_holders = self.net.holders().clone();
+            let rows = |n: &Network| -> Vec<(String, Vec<String>)> {
+                n.lb_rows
+                    .iter()
+                    .map(|(rel, r)| (rel.clone(), r.vals.clone()))
+                    .collect()
+            };
+            let old_rows = rows(&self.net);
             ch.instances
                 .extend(changed_instances(&self.artifacts, &artifacts));
             self.net.reload_lb(&artifacts)?;
+            renum.lb = Some(
+                positions(&old_rows, &rows(&self.net))
+                    .unwrap_or_else(|| (0..old_rows.len() as u32).map(Some).collect()),
+            );
             let new_holders = self.net.holders();
             for a in old_holders.keys().chain(new_holders.keys()) {
                 if old_holders.get(a) != new_holders.get(a) {
@@ -264,25 +423,67 @@ impl Verifier {
             .enumerate()
             .map(|(i, v)| (key(v), i))
             .collect();
+        let t1 = Instant::now();
+        up.diff_millis = (t1 - t0).as_secs_f64() * 1e3;
         let shared = Shared::new(&self.net.space, &policy);
+        let mut old: Vec<Option<VmChecked>> = std::mem::take(&mut self.checked)
+            .into_iter()
+            .map(Some)
+            .collect();
         let mut checked = Vec::with_capacity(policy.vms.len());
         for (ni, v) in policy.vms.iter().enumerate() {
             let k = key(v);
-            let reuse = old_index.get(&k).map(|&oi| &self.checked[oi]).filter(|c| {
-                !ch.vms.contains(&k) && !ch.tenants.contains(&v.tenant) && !ch.meets(&c.footprint)
-            });
-            match reuse {
-                Some(c) => checked.push(remap(c, ni, &self.policy, &new_index)),
-                None => {
-                    up.rechecked += 1;
-                    checked.push(checks::check_vm(&self.net, &policy, &shared, ni));
-                }
+            let kept = match ch.vms.contains(&k) {
+                true => None,
+                false => old_index.get(&k).and_then(|&oi| old[oi].take()),
+            };
+            let Some(mut c) = kept else {
+                up.rechecked += 1;
+                up.retraced += 1;
+                checked.push(checks::check_vm(&self.net, &policy, &shared, ni));
+                continue;
+            };
+            let h = ch.affected(&self.net.space, &c.footprint);
+            if !h.is_false() {
+                c.traced = c
+                    .traced
+                    .into_iter()
+                    .filter_map(|mut o| {
+                        o.pkt.set = o.pkt.set.and_not(&h);
+                        (!o.pkt.set.is_false()).then_some(o)
+                    })
+                    .collect();
             }
+            // a kept path that names a flow the new generation lacks would
+            // mean the change reached it: trace such a VM again in full
+            let Some(kept) = renum.outcomes(std::mem::take(&mut c.traced)) else {
+                up.rechecked += 1;
+                up.retraced += 1;
+                checked.push(checks::check_vm(&self.net, &policy, &shared, ni));
+                continue;
+            };
+            c.traced = kept;
+            if h.is_false() {
+                if ch.rereads(&self.net, v, &c.traced) {
+                    up.rechecked += 1;
+                    let (outs, fp) = (c.traced, c.footprint);
+                    checked.push(checks::evaluate(&self.net, &policy, &shared, ni, outs, fp));
+                } else {
+                    checked.push(remap(c, ni, &self.policy, &new_index));
+                }
+                continue;
+            }
+            up.rechecked += 1;
+            up.retraced += 1;
+            checked.push(self.splice(&policy, &shared, ni, c, &h));
         }
         drop(shared);
+        let t2 = Instant::now();
+        up.paths_millis = (t2 - t1).as_secs_f64() * 1e3;
         let taps = nf::has_taps(&self.net) || !self.tables.aff3.is_empty();
         let aff3 = if taps { None } else { Some(Vec::new()) };
         self.tables = table_findings_with(&self.net, &artifacts, &policy, self.limit, aff3);
+        up.tables_millis = t2.elapsed().as_secs_f64() * 1e3;
         self.checked = checked;
         self.artifacts = artifacts;
         self.policy = policy;
@@ -290,6 +491,39 @@ impl Verifier {
         self.last = t0.elapsed();
         up.millis = self.last.as_secs_f64() * 1e3;
         Ok(up)
+    }
+}
+
+impl Verifier {
+    /// VM `ni`'s result with the packets of `h` traced again on the new
+    /// network and every other packet's outcome kept (`c.traced`, already
+    /// without `h`: it took a path the change did not touch), then checked
+    /// again.
+    fn splice<'p>(
+        &self,
+        policy: &'p Policy,
+        shared: &Shared<'p>,
+        ni: usize,
+        c: VmChecked,
+        h: &Bdd,
+    ) -> VmChecked {
+        let (new_outs, new_fp) = checks::trace_vm(&self.net, &policy.vms[ni], h.clone());
+        let mut outs = c.traced;
+        outs.extend(new_outs);
+        let outs = checks::normalize(outs);
+        let mut fp = c.footprint;
+        fp.without(h);
+        fp.merge(new_fp);
+        fp.ports = outs
+            .iter()
+            .filter_map(|o| match o.end {
+                End::Deliver { port } => {
+                    Some((self.net.bridges[o.device as usize].name.clone(), port))
+                }
+                _ => None,
+            })
+            .collect();
+        checks::evaluate(&self.net, policy, shared, ni, outs, fp)
     }
 }
 
@@ -328,12 +562,11 @@ fn table_findings_with(
 
 /// A kept result, its VM indices moved to the new policy's.
 fn remap(
-    c: &VmChecked,
+    mut c: VmChecked,
     ni: usize,
     old: &Policy,
     new_index: &BTreeMap<(String, String), usize>,
 ) -> VmChecked {
-    let mut c = c.clone();
     for v in &mut c.violations {
         v.from = ni;
         v.to =
@@ -347,12 +580,13 @@ fn remap(
 /// tables whose flows changed order (wholly changed), groups changed.
 #[derive(Default)]
 struct BridgeChange {
-    flows: Vec<(u8, Vec<Constraint>)>,
+    /// Per table, the matches of the flows added or removed.
+    flows: BTreeMap<u8, Vec<Vec<Constraint>>>,
     tables: BTreeSet<u8>,
     groups: BTreeSet<u32>,
 }
 
-type FlowKey<'a> = (u16, u64, &'a str, &'a str);
+type FlowKey<'a> = (u8, u16, u64, &'a str, &'a str);
 
 fn flows_by_table(fs: Option<&Vec<FlowText>>) -> BTreeMap<u8, Vec<&FlowText>> {
     let mut m: BTreeMap<u8, Vec<&FlowText>> = BTreeMap::new();
@@ -362,8 +596,18 @@ fn flows_by_table(fs: Option<&Vec<FlowText>>) -> BTreeMap<u8, Vec<&FlowText>> {
     m
 }
 
+fn flow_keys(fs: Option<&Vec<FlowText>>) -> Vec<FlowKey<'_>> {
+    fs.into_iter().flatten().map(|f| flow_key(&f)).collect()
+}
+
 fn flow_key<'a>(f: &&'a FlowText) -> FlowKey<'a> {
-    (f.priority, f.cookie, f.matches.as_str(), f.actions.as_str())
+    (
+        f.table,
+        f.priority,
+        f.cookie,
+        f.matches.as_str(),
+        f.actions.as_str(),
+    )
 }
 
 fn bridge_change(
@@ -394,7 +638,7 @@ fn bridge_change(
             let x = k(f);
             if os.contains(&x) != ns.contains(&x) {
                 match crate::ofctl::parse_match(&f.matches) {
-                    Ok(m) => bc.flows.push((t, m)),
+                    Ok(m) => bc.flows.entry(t).or_default().push(m),
                     Err(_) => {
                         bc.tables.insert(t);
                     }
@@ -548,12 +792,6 @@ fn policy_changes(old: &Policy, new: &Policy, ch: &mut Changes) {
             ch.tenants.insert(t.clone());
         }
     }
-    for a in old.vips.keys().chain(new.vips.keys()) {
-        if old.vips.get(a) != new.vips.get(a) {
-            ch.addresses.insert(*a);
-        }
-    }
-    for b in old.backends.symmetric_difference(&new.backends) {
-        ch.addresses.insert(b.0);
-    }
+    // the trace does not read them, only the check of an exposure does
+    ch.exposures = old.vips != new.vips || old.backends != new.backends;
 }

@@ -13,7 +13,7 @@
 //! trusted: VXLAN reaches a bridge only from netc's devices.
 
 use crate::artifacts::{Artifacts, Row};
-use crate::bridge::{Bridge, End, FlowError, Hop, Outcome, Pkt, Reads, Val};
+use crate::bridge::{union_into, Bridge, End, FlowError, Hop, Outcome, Pkt, Reads, Val};
 use crate::ofctl::{parse_ip, parse_mac, Action, Constraint};
 use crate::policy::{Policy, Vm};
 use crate::space::{Field, Space};
@@ -27,18 +27,19 @@ type VipEntry = (u8, u16, u64, u32);
 /// (instance, vip, proto, port, idx).
 type MemberKey = (String, u32, u8, u16, u64);
 
-/// What a trace read of the network: the parts whose change can change its
-/// outcomes (`incremental.rs` re-checks a VM only when one of them changes).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// What a trace read of the network, each part with the set of original
+/// packets that read it: the parts whose change can change its outcomes
+/// (`incremental.rs` re-traces a VM on the packets that met a change).
+#[derive(Clone, Debug, Default)]
 pub struct Footprint {
     /// Bridges run (by name), with what was read of each.
     pub bridges: BTreeMap<String, Reads>,
     /// Underlay addresses a tunnel packet was sent to.
-    pub addresses: BTreeSet<u32>,
+    pub addresses: BTreeMap<u32, Bdd>,
     /// Load-balancer instances whose entries were read.
-    pub instances: BTreeSet<String>,
+    pub instances: BTreeMap<String, Bdd>,
     /// `tun_id`s of multicast tunnel packets fanned out to every bridge.
-    pub fanout: BTreeSet<u128>,
+    pub fanout: BTreeMap<u128, Bdd>,
     /// (device, port) a packet was delivered to.
     pub ports: BTreeSet<(String, u32)>,
 }
@@ -50,6 +51,44 @@ impl Footprint {
             .or_default()
             .merge(b.recorded());
     }
+
+    /// Adds what another trace (of other packets of the same VM) read.
+    pub fn merge(&mut self, other: Footprint) {
+        for (name, r) in other.bridges {
+            self.bridges.entry(name).or_default().merge(r);
+        }
+        for (a, b) in other.addresses {
+            union_into(&mut self.addresses, a, &b);
+        }
+        for (i, b) in other.instances {
+            union_into(&mut self.instances, i, &b);
+        }
+        for (t, b) in other.fanout {
+            union_into(&mut self.fanout, t, &b);
+        }
+        self.ports.extend(other.ports);
+    }
+
+    /// The reads of the packets outside `h` (`ports` is left to the caller,
+    /// who knows the outcomes).
+    pub fn without(&mut self, h: &Bdd) {
+        for r in self.bridges.values_mut() {
+            r.without(h);
+        }
+        self.bridges
+            .retain(|_, r| !(r.tables.is_empty() && r.groups.is_empty()));
+        cut(&mut self.addresses, h);
+        cut(&mut self.instances, h);
+        cut(&mut self.fanout, h);
+    }
+}
+
+/// `m` without the packets of `h` (entries left empty go).
+fn cut<K: Ord>(m: &mut BTreeMap<K, Bdd>, h: &Bdd) {
+    for b in m.values_mut() {
+        *b = b.and_not(h);
+    }
+    m.retain(|_, b| !b.is_false());
 }
 
 /// Which `tun_id`s a bridge's table 0 lets in from the tunnel port:
@@ -140,6 +179,11 @@ impl Network {
     }
 
     /// The tunnel ids bridge `name` lets in (see [`tunnel_accept`]).
+    /// The index of bridge `name` (its `device` in outcomes and paths).
+    pub fn index_of(&self, name: &str) -> Option<u32> {
+        self.by_name.get(name).copied()
+    }
+
     pub fn accepts(&self, name: &str) -> Option<&TunnelAccept> {
         self.by_name.get(name).map(|&i| &self.accepts[i as usize])
     }
@@ -332,7 +376,7 @@ impl Network {
             }
             return;
         };
-        fp.addresses.insert(tun_dst);
+        union_into(&mut fp.addresses, tun_dst, &o.pkt.set);
         let drop = |why: String| Outcome {
             end: End::Drop { why },
             ..o.clone()
@@ -374,7 +418,7 @@ impl Network {
             fp.note(b);
         } else if let Some(insts) = self.holders.get(&tun_dst) {
             for inst in insts {
-                fp.instances.insert(inst.clone());
+                union_into(&mut fp.instances, inst.clone(), &o.pkt.set);
                 self.lb(
                     inst,
                     tun_id as u64,
@@ -386,7 +430,7 @@ impl Network {
                 );
             }
         } else if tun_dst >> 28 == 0xe {
-            fp.fanout.insert(tun_id);
+            union_into(&mut fp.fanout, tun_id, &o.pkt.set);
             let takes = |b: &Bridge| {
                 keep_drops
                     || self.accepts[b.index as usize]
