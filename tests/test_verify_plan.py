@@ -19,7 +19,9 @@ order (db1's new host, then h2 with a hairpin, the rest, the hairpin
 removed) keeps db1 reachable in every intermediate state: proven. The flat
 order (`NETC_ROLLOUT=flat`: every device once, by name, no hairpin) is a
 violation whose counterexample is a packet web1 → db1 the ACLs allow,
-black-holed at h3 in the state after h1 is pushed.
+black-holed at h3 in the state after h1 is pushed; so is removing the
+hairpin before the senders move (`NETC_ROLLOUT=unpin-early`), black-holed
+at h2.
 """
 
 from __future__ import annotations
@@ -247,3 +249,18 @@ def test_vm_move_in_the_flat_order_is_black_holed(netc_bin: str, move: dict[str,
     assert any(h.startswith("h3 table=40") for h in path["hops"]), path
     # every other invariant of the new generation itself still holds
     assert all(v["status"] != "violated" for v in report["verdicts"] if v["invariant"] != "PLAN-1"), report
+
+
+def test_vm_move_with_the_hairpin_removed_first_is_black_holed(netc_bin: str, move: dict[str, Path]) -> None:
+    rc, report, err = verify_env(
+        netc_bin, ["--artifacts", str(move["new"]), "--against", str(move["old"]), str(move["new.ndl"])],
+        {"NETC_ROLLOUT": "unpin-early"},
+    )
+    assert rc == 1, err
+    p = plan1(report)
+    assert p["status"] == "violated", p
+    cx = p["counterexamples"][0]
+    # h1 still tunnels db1's packets to h2, which no longer forwards them
+    assert "(phase 4: h2 gets its new artifacts)" in cx["summary"] and "black-holed" in cx["summary"], cx
+    [path] = cx["paths"]
+    assert path["end"].startswith("dropped") and any(h.startswith("h2 table=0") for h in path["hops"]), path

@@ -29,7 +29,10 @@
 //! its path in that state, and the step (device and content) it follows.
 //! `NETC_ROLLOUT=flat` (for demonstrations and tests) plans the old order
 //! instead — every device once, new artifacts, name order, no hairpin —
-//! so its unsafe states are reported.
+//! and `NETC_ROLLOUT=unpin-early` removes the hairpin before the senders
+//! move (phases 1, 2, 4, 3), so their unsafe states are reported. A step
+//! that pushes a device the same artifacts it had leaves the state as it
+//! was and is not checked again.
 
 use super::duet::cx;
 use crate::artifacts::{Artifacts, FlowText};
@@ -220,6 +223,55 @@ pub fn flat() -> bool {
     std::env::var("NETC_ROLLOUT").is_ok_and(|v| v == "flat")
 }
 
+/// Whether the hairpin is removed before the senders move
+/// (`NETC_ROLLOUT=unpin-early`: phases 1, 2, 4, 3 — an unsafe order, for
+/// demonstrations and tests).
+fn unpin_early() -> bool {
+    std::env::var("NETC_ROLLOUT").is_ok_and(|v| v == "unpin-early")
+}
+
+/// Whether `device` holds the same artifacts in both generations (a step
+/// that pushes it its new artifacts leaves the state as it was).
+fn unchanged(old: &Artifacts, new: &Artifacts, device: &str) -> bool {
+    let flows = |a: &Artifacts| -> Vec<(u8, u16, String, String)> {
+        let mut v: Vec<_> = a
+            .flows
+            .get(device)
+            .into_iter()
+            .flatten()
+            .map(|f| (f.table, f.priority, f.matches.clone(), f.actions.clone()))
+            .collect();
+        v.sort();
+        v
+    };
+    let groups = |a: &Artifacts| -> Vec<(u32, String, String)> {
+        let mut v: Vec<_> = a
+            .groups
+            .get(device)
+            .into_iter()
+            .flatten()
+            .map(|g| (g.id, g.kind.clone(), g.buckets.clone()))
+            .collect();
+        v.sort();
+        v
+    };
+    let rows = |a: &Artifacts| -> Vec<(String, Vec<String>)> {
+        let mut v: Vec<_> = a
+            .relations
+            .iter()
+            .filter(|(rel, _)| located(rel))
+            .flat_map(|(rel, rows)| {
+                rows.iter()
+                    .filter(|r| device_of(r) == device)
+                    .map(move |r| (rel.clone(), r.vals.clone()))
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    flows(old) == flows(new) && groups(old) == groups(new) && rows(old) == rows(new)
+}
+
 impl Phases {
     /// The rollout order for `old` → `new` (see the module map).
     pub fn plan(old: &Artifacts, new: &Artifacts) -> Phases {
@@ -291,6 +343,13 @@ impl Phases {
                     content: Content::New,
                 });
             }
+        }
+        if unpin_early() {
+            steps.sort_by_key(|s| match s.phase {
+                4 => 3,
+                3 => 4,
+                p => p,
+            });
         }
         Phases {
             moves,
@@ -410,7 +469,14 @@ pub fn check(
         .collect();
     // the states strictly between the old and the new generation
     let last = phases.steps.len();
+    let mut checked = 0;
     for k in 1..last {
+        let s = &phases.steps[k - 1];
+        let first_push = !phases.steps[..k - 1].iter().any(|p| p.device == s.device);
+        if s.content == Content::New && first_push && unchanged(old, new, &s.device) {
+            continue; // the same state as after step k - 1
+        }
+        checked += 1;
         let state = phases.state(old, new, k);
         let net = match Network::build(&state, policy) {
             Ok(n) => n,
@@ -503,7 +569,7 @@ pub fn check(
         }
     }
     let detail = format!(
-        "{} VM move(s) ({}), {} rollout steps: REACH and isolation of each moving VM hold in all {} intermediate states{}",
+        "{} VM move(s) ({}), {} rollout steps: REACH and isolation of each moving VM hold in all {} intermediate states ({} distinct, checked){}",
         all_moves.len(),
         all_moves
             .iter()
@@ -512,6 +578,7 @@ pub fn check(
             .join(", "),
         phases.steps.len(),
         last.saturating_sub(1),
+        checked,
         if phases.moves.is_empty() {
             " — flat order, no hairpin (NETC_ROLLOUT=flat)"
         } else {
