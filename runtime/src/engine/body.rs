@@ -428,7 +428,7 @@ fn render_aggregate<'s, T: Time>(
 /// Folds one group's inner values (tuples of one value; the empty marker
 /// tuple is skipped). `None`: no result (min/max of nothing, a sum type the
 /// values cannot have).
-fn aggregate(func: AggFunc, result: Prim, input: &[(&Tuple, isize)]) -> Option<Value> {
+pub(super) fn aggregate(func: AggFunc, result: Prim, input: &[(&Tuple, isize)]) -> Option<Value> {
     let vals = input.iter().filter_map(|(t, d)| Some((t.get(0)?, *d)));
     match func {
         AggFunc::Count => {

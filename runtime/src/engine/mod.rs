@@ -439,6 +439,18 @@ pub fn eval_cond(c: &netc_compiler::plan::Cond, slots: &[Value]) -> bool {
     eval::holds(c, &PlainRow(slots))
 }
 
+/// Folds an aggregate's values (one per combination of inner rows) exactly
+/// as the dataflow does (`None`: no result, e.g. min/max of nothing).
+pub fn fold_aggregate(
+    func: netc_compiler::ast::AggFunc,
+    result: netc_compiler::types::Prim,
+    values: &[Value],
+) -> Option<Value> {
+    let tuples: Vec<Tuple> = values.iter().map(|v| Tuple::from_values(&[*v])).collect();
+    let input: Vec<(&Tuple, isize)> = tuples.iter().map(|t| (t, 1)).collect();
+    body::aggregate(func, result, &input)
+}
+
 /// Sorts by (relation, tuple) and sums the diffs of equal entries, dropping zeros.
 fn consolidate(v: &mut Vec<(RelId, Tuple, isize)>) {
     v.sort_unstable_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));

@@ -9,19 +9,28 @@
 //! the same way. Guarantees:
 //! - a leaf is an intent fact with its `file:line:col`, a row the placement
 //!   built-in committed, or an honest stop: not in the relation ("not
-//!   derivable"), the depth bound, a cycle, the search budget, or a rule
-//!   with an aggregate (cited, not expanded);
+//!   derivable"), the depth bound, a cycle, or the search budget;
+//! - an aggregate (`n = count : { ... }`, sum, min, max) in a rule body is
+//!   expanded as its group: the group key, the aggregate's value, and the
+//!   combinations of rows that were folded into it (the first
+//!   [`GROUP_SHOWN`], then "… and K more"), each explained in turn; the value
+//!   is recomputed with the engine's own fold, so it is the one the engine got;
 //! - the work is bounded ([`BUDGET`] rows visited per rule search), so a
 //!   query never hangs the prompt.
 
-use crate::engine::{eval_cond, eval_expr};
-use crate::serve::pattern::show_atom;
+use crate::engine::{eval_cond, eval_expr, fold_aggregate};
+use crate::serve::pattern::{show, show_atom};
 use crate::serve::warm::Warm;
-use netc_compiler::plan::{Body, ColPat, Expr, RelId, RulePlan, Source, Step};
+use netc_compiler::ast::AggFunc;
+use netc_compiler::plan::{ColPat, Expr, RelId, RulePlan, Source, Step};
+use netc_compiler::types::Prim;
 use netc_compiler::value::{Row, Value};
 
 /// Rows visited at most while searching one rule's body.
 pub const BUDGET: usize = 2_000_000;
+
+/// Contributing combinations of an aggregate's group shown (the rest counted).
+pub const GROUP_SHOWN: usize = 5;
 
 /// Why a node has no children.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -36,8 +45,11 @@ pub enum Leaf {
     DepthLimit,
     Cycle,
     Budget,
-    /// Only rules with an aggregate (at these locations) derive it.
-    Aggregate(Vec<String>),
+    /// An aggregate's group: `atom` says the function, key and value; the
+    /// children are the rows folded into it (shown ones).
+    Group,
+    /// The contributors of a group not shown: how many.
+    More(usize),
 }
 
 /// One step of a derivation.
@@ -86,7 +98,6 @@ fn derive(
     if stack.iter().any(|(r, x)| *r == rel && x.as_slice() == row) {
         return leaf(Leaf::Cycle);
     }
-    let mut aggregates = Vec::new();
     let mut out_of_budget = false;
     for rule in plan
         .strata
@@ -94,24 +105,12 @@ fn derive(
         .flat_map(|s| &s.rules)
         .filter(|r| r.head == rel)
     {
-        if has_aggregate(&rule.body) {
-            aggregates.push(w.sources().location(rule.span));
-            continue;
-        }
         match find_body(w, rule, row) {
             Search::Found(premises) => {
                 stack.push((rel, row.to_vec()));
                 let children = premises
                     .into_iter()
-                    .map(|p| match p {
-                        Premise::Row(r, x) => derive(w, r, &x, depth - 1, stack),
-                        Premise::Absent(text) => Node {
-                            atom: text,
-                            rule: None,
-                            children: Vec::new(),
-                            leaf: Some(Leaf::Absent),
-                        },
-                    })
+                    .map(|p| premise_node(w, p, depth - 1, stack))
                     .collect();
                 stack.pop();
                 return Node {
@@ -127,20 +126,77 @@ fn derive(
     }
     if out_of_budget {
         leaf(Leaf::Budget)
-    } else if !aggregates.is_empty() {
-        leaf(Leaf::Aggregate(aggregates))
     } else {
         leaf(Leaf::NotDerivable)
     }
 }
 
-fn has_aggregate(b: &Body) -> bool {
-    b.steps.iter().any(|s| matches!(s, Step::Aggregate { .. }))
+/// A premise of a found body as a node, explained `depth` rules deep.
+fn premise_node(w: &Warm, p: Premise, depth: usize, stack: &mut Vec<(RelId, Row)>) -> Node {
+    match p {
+        Premise::Row(r, x) => derive(w, r, &x, depth, stack),
+        Premise::Absent(text) => Node {
+            atom: text,
+            rule: None,
+            children: Vec::new(),
+            leaf: Some(Leaf::Absent),
+        },
+        Premise::Group(g) => {
+            let mut children: Vec<Node> = Vec::new();
+            for combination in g.shown {
+                children.extend(
+                    combination
+                        .into_iter()
+                        .map(|p| premise_node(w, p, depth, stack)),
+                );
+            }
+            if g.total > GROUP_SHOWN {
+                children.push(Node {
+                    atom: format!("… and {} more", g.total - GROUP_SHOWN),
+                    rule: None,
+                    children: Vec::new(),
+                    leaf: Some(Leaf::More(g.total - GROUP_SHOWN)),
+                });
+            }
+            Node {
+                atom: g.text,
+                rule: None,
+                children,
+                leaf: Some(Leaf::Group),
+            }
+        }
+    }
 }
 
+#[derive(Clone)]
 enum Premise {
     Row(RelId, Row),
     Absent(String),
+    /// An aggregate step's group and what was folded into it.
+    Group(Group),
+}
+
+#[derive(Clone)]
+struct Group {
+    /// `count = 3 over the group ("h1", 80)`.
+    text: String,
+    /// The first [`GROUP_SHOWN`] combinations of rows folded in.
+    shown: Vec<Vec<Premise>>,
+    /// How many combinations were folded in.
+    total: usize,
+}
+
+/// What the end of a body must satisfy.
+enum Goal<'g> {
+    /// The rule's head equals the wanted tuple (and slots are pruned by it).
+    Head,
+    /// Every solution of an aggregate's inner body is collected.
+    Collect {
+        value: Option<&'g Expr>,
+        func: AggFunc,
+        values: Vec<Value>,
+        shown: Vec<Vec<Premise>>,
+    },
 }
 
 enum Search {
@@ -178,7 +234,14 @@ fn find_body(w: &Warm, rule: &RulePlan, want: &[Value]) -> Search {
     };
     let mut premises = Vec::new();
     let found = match &rule.body.source {
-        Source::Unit => steps(&mut ctx, 0, &mut Vec::new(), &mut premises),
+        Source::Unit => steps(
+            &mut ctx,
+            &rule.body.steps,
+            0,
+            &mut Vec::new(),
+            &mut premises,
+            &mut Goal::Head,
+        ),
         Source::Scan(scan) => {
             let mut hit = false;
             for t in w.engine().contents(scan.rel) {
@@ -188,7 +251,14 @@ fn find_body(w: &Warm, rule: &RulePlan, want: &[Value]) -> Search {
                 let mut slots = Vec::new();
                 if bind(&scan.cols, &t, &mut slots) && consistent(&ctx, &slots, 0) {
                     premises.push(Premise::Row(scan.rel, t));
-                    if steps(&mut ctx, 0, &mut slots, &mut premises) {
+                    if steps(
+                        &mut ctx,
+                        &rule.body.steps,
+                        0,
+                        &mut slots,
+                        &mut premises,
+                        &mut Goal::Head,
+                    ) {
                         hit = true;
                         break;
                     }
@@ -238,6 +308,12 @@ fn bind(cols: &[ColPat], t: &[Value], slots: &mut Vec<Value>) -> bool {
     true
 }
 
+/// Whether the slots from `from` on agree with the head's wanted values
+/// (inside an aggregate's inner body slots are its own: nothing to prune).
+fn consistent_for(ctx: &Ctx, goal: &Goal, slots: &[Value], from: usize) -> bool {
+    !matches!(goal, Goal::Head) || consistent(ctx, slots, from)
+}
+
 /// Whether the slots from `from` on agree with the head's wanted values.
 fn consistent(ctx: &Ctx, slots: &[Value], from: usize) -> bool {
     (from..slots.len()).all(|s| match ctx.expect.get(s) {
@@ -246,15 +322,47 @@ fn consistent(ctx: &Ctx, slots: &[Value], from: usize) -> bool {
     })
 }
 
-fn steps(ctx: &mut Ctx, i: usize, slots: &mut Vec<Value>, premises: &mut Vec<Premise>) -> bool {
-    let Some(step) = ctx.rule.body.steps.get(i) else {
-        let head: Option<Vec<Value>> = ctx
-            .rule
-            .head_exprs
-            .iter()
-            .map(|e| eval_expr(e, slots))
-            .collect();
-        return head.as_deref() == Some(ctx.want);
+/// Runs `body` from step `i` on; true when `goal` is met (a `Collect` goal
+/// never is: it visits every solution, within the budget).
+fn steps(
+    ctx: &mut Ctx,
+    body: &[Step],
+    i: usize,
+    slots: &mut Vec<Value>,
+    premises: &mut Vec<Premise>,
+    goal: &mut Goal,
+) -> bool {
+    let Some(step) = body.get(i) else {
+        return match goal {
+            Goal::Head => {
+                let head: Option<Vec<Value>> = ctx
+                    .rule
+                    .head_exprs
+                    .iter()
+                    .map(|e| eval_expr(e, slots))
+                    .collect();
+                head.as_deref() == Some(ctx.want)
+            }
+            Goal::Collect {
+                value,
+                func,
+                values,
+                shown,
+            } => {
+                let v = match (value, func) {
+                    (_, AggFunc::Count) => Some(Value::Number(1)),
+                    (Some(e), _) => eval_expr(e, slots),
+                    (None, _) => None,
+                };
+                if let Some(v) = v {
+                    values.push(v);
+                    if shown.len() < GROUP_SHOWN {
+                        shown.push(premises.clone());
+                    }
+                }
+                false
+            }
+        };
     };
     let base = slots.len();
     match step {
@@ -280,9 +388,9 @@ fn steps(ctx: &mut Ctx, i: usize, slots: &mut Vec<Value>, premises: &mut Vec<Pre
                 {
                     continue;
                 }
-                if bind(cols, &t, slots) && consistent(ctx, slots, base) {
+                if bind(cols, &t, slots) && consistent_for(ctx, goal, slots, base) {
                     premises.push(Premise::Row(*rel, t));
-                    if steps(ctx, i + 1, slots, premises) {
+                    if steps(ctx, body, i + 1, slots, premises, goal) {
                         return true;
                     }
                     premises.pop();
@@ -319,26 +427,97 @@ fn steps(ctx: &mut Ctx, i: usize, slots: &mut Vec<Value>, premises: &mut Vec<Pre
                 })
                 .collect();
             premises.push(Premise::Absent(format!("not {name}({})", args.join(", "))));
-            if steps(ctx, i + 1, slots, premises) {
+            if steps(ctx, body, i + 1, slots, premises, goal) {
                 return true;
             }
             premises.pop();
             false
         }
-        Step::Filter(c) => eval_cond(c, slots) && steps(ctx, i + 1, slots, premises),
+        Step::Filter(c) => eval_cond(c, slots) && steps(ctx, body, i + 1, slots, premises, goal),
         Step::Bind(e) => {
             let Some(v) = eval_expr(e, slots) else {
                 return false;
             };
             slots.push(v);
-            let ok = consistent(ctx, slots, base) && steps(ctx, i + 1, slots, premises);
+            let ok = consistent_for(ctx, goal, slots, base)
+                && steps(ctx, body, i + 1, slots, premises, goal);
             if !ok {
                 slots.truncate(base);
             }
             ok
         }
-        Step::Aggregate { .. } => false,
+        Step::Aggregate {
+            func,
+            group,
+            inner,
+            value,
+            result,
+        } => {
+            let Some(key): Option<Vec<Value>> =
+                group.iter().map(|g| slots.get(*g).copied()).collect()
+            else {
+                return false;
+            };
+            let Some(g) = fold_group(ctx, *func, &key, &inner.steps, value.as_ref(), *result)
+            else {
+                return false;
+            };
+            slots.push(g.0);
+            premises.push(Premise::Group(g.1));
+            let ok = consistent_for(ctx, goal, slots, base)
+                && steps(ctx, body, i + 1, slots, premises, goal);
+            if !ok {
+                premises.pop();
+                slots.truncate(base);
+            }
+            ok
+        }
     }
+}
+
+/// An aggregate over the group `key`: every solution of its inner body
+/// (which starts from the key as slots `0..key.len()`), folded as the engine
+/// folds them. `None` when it has no value (min/max of nothing) or the
+/// search ran out of budget.
+fn fold_group(
+    ctx: &mut Ctx,
+    func: AggFunc,
+    key: &[Value],
+    inner: &[Step],
+    value: Option<&Expr>,
+    result: Prim,
+) -> Option<(Value, Group)> {
+    let mut goal = Goal::Collect {
+        value,
+        func,
+        values: Vec::new(),
+        shown: Vec::new(),
+    };
+    steps(ctx, inner, 0, &mut key.to_vec(), &mut Vec::new(), &mut goal);
+    if ctx.visited >= BUDGET {
+        return None;
+    }
+    let Goal::Collect { values, shown, .. } = goal else {
+        return None;
+    };
+    let v = fold_aggregate(func, result, &values)?;
+    let key_text: Vec<String> = key.iter().map(show).collect();
+    let text = format!(
+        "{} = {} over the group ({}): {} combination{} of rows folded in",
+        func.name(),
+        show(&v),
+        key_text.join(", "),
+        values.len(),
+        if values.len() == 1 { "" } else { "s" }
+    );
+    Some((
+        v,
+        Group {
+            text,
+            shown,
+            total: values.len(),
+        },
+    ))
 }
 
 /// The tree as indented text, one node per line.
@@ -366,12 +545,8 @@ fn render_into(n: &Node, indent: usize, out: &mut String) {
         (None, Some(Leaf::DepthLimit)) => "... (depth limit; `:explain` shows 12 levels)".into(),
         (None, Some(Leaf::Cycle)) => "(already being explained above: a cycle)".into(),
         (None, Some(Leaf::Budget)) => "(search budget exhausted; not expanded)".into(),
-        (None, Some(Leaf::Aggregate(at))) => {
-            format!(
-                "derived by a rule with an aggregate (not expanded): {}",
-                at.join(", ")
-            )
-        }
+        (None, Some(Leaf::Group)) => "an aggregate of the rule above; folded in:".into(),
+        (None, Some(Leaf::More(_))) => "(not shown)".into(),
         (None, None) => String::new(),
     };
     out.push_str(&format!("{pad}{}   <- {how}\n", n.atom));
@@ -385,17 +560,20 @@ mod tests {
     use super::*;
     use crate::serve::warm::IntentText;
 
-    fn warm(test: &str, text: &str) -> Warm {
-        let dir = std::env::temp_dir().join(format!("netc-explain-{test}-{}", std::process::id()));
-        let _ = std::fs::create_dir_all(&dir);
-        std::fs::write(
-            dir.join("r.ndl"),
-            ".decl edge(a: number, b: number)\n.decl path(a: number, b: number)\n.output path\n\
+    const PATHS: &str =
+        ".decl edge(a: number, b: number)\n.decl path(a: number, b: number)\n.output path\n\
              .decl blocked(a: number)\n.decl ok(a: number, b: number)\n.output ok\n\
              path(a, b) :- edge(a, b).\npath(a, c) :- path(a, b), edge(b, c).\n\
-             ok(a, b) :- path(a, b), !blocked(b), a < b.\n",
-        )
-        .unwrap();
+             ok(a, b) :- path(a, b), !blocked(b), a < b.\n";
+
+    fn warm(test: &str, text: &str) -> Warm {
+        warm_with(test, PATHS, text)
+    }
+
+    fn warm_with(test: &str, rules: &str, text: &str) -> Warm {
+        let dir = std::env::temp_dir().join(format!("netc-explain-{test}-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        std::fs::write(dir.join("r.ndl"), rules).unwrap();
         let w = Warm::start(
             vec![IntentText {
                 name: "facts.ndl".into(),
@@ -445,5 +623,67 @@ mod tests {
             full.contains("edge(3, 4)   <- intent fact at facts.ndl:3:1"),
             "{full}"
         );
+    }
+
+    const GROUPS: &str = ".decl member(g: number, x: number)\n.decl weight(x: number, w: number)\n\
+             .decl size(g: number, n: number)\n.output size\n\
+             .decl heaviest(g: number, w: number)\n.output heaviest\n\
+             size(g, n) :- member(g, _), n = count : { member(g, _y) }.\n\
+             heaviest(g, m) :- member(g, _), m = max w : { member(g, x), weight(x, w) }.\n";
+
+    #[test]
+    fn an_aggregate_shows_its_group_and_what_was_folded_in() {
+        let facts: String = (1..=7)
+            .map(|x| format!("member(1, {x}).\n"))
+            .chain(["member(2, 8).\n".to_string()])
+            .chain((1..=8).map(|x| format!("weight({x}, {}).\n", x * 10)))
+            .collect();
+        let w = warm_with("agg", GROUPS, &facts);
+        let size = w.plan().relation_id("size").unwrap();
+        let n = explain(&w, size, &[Value::Number(1), Value::Number(7)], 12);
+        let text = render(&n);
+        assert!(n.rule.is_some(), "{text}");
+        assert!(
+            text.contains("count = 7 over the group (1): 7 combinations of rows folded in"),
+            "{text}"
+        );
+        // the first GROUP_SHOWN contributors, each down to its intent fact, then the rest counted
+        for x in 1..=GROUP_SHOWN {
+            assert!(
+                text.contains(&format!(
+                    "member(1, {x})   <- intent fact at facts.ndl:{x}:1"
+                )),
+                "{text}"
+            );
+        }
+        assert!(text.contains("… and 2 more"), "{text}");
+        assert!(
+            !text.contains("member(2, 8)   <-"),
+            "another group's row: {text}"
+        );
+        // a wrong count is not derivable
+        let n = explain(&w, size, &[Value::Number(1), Value::Number(6)], 12);
+        assert_eq!(n.leaf, Some(Leaf::NotDerivable));
+        // max over a join: both rows of each combination are shown
+        let heaviest = w.plan().relation_id("heaviest").unwrap();
+        let text = render(&explain(
+            &w,
+            heaviest,
+            &[Value::Number(2), Value::Number(80)],
+            12,
+        ));
+        assert!(
+            text.contains("max = 80 over the group (2): 1 combination"),
+            "{text}"
+        );
+        assert!(
+            text.contains("member(2, 8)   <- intent fact at facts.ndl:8:1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("weight(8, 80)   <- intent fact at facts.ndl:16:1"),
+            "{text}"
+        );
+        assert!(!text.contains("more"), "{text}");
     }
 }
