@@ -153,3 +153,96 @@ pub fn chains(old: &Artifacts, new: &Artifacts) -> (Vec<Counterexample>, usize) 
     }
     (out, changed)
 }
+
+#[cfg(test)]
+mod tests {
+    //! The piece logic against a brute-force reading of both rings at
+    //! random keys: a piece whose chains share no node is a violation, one
+    //! whose chains share a node is not, and `changed` counts the pieces
+    //! whose members differ.
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A ring: (position, chain members) per range, positions distinct.
+    type Spec = Vec<(u32, Vec<u8>)>;
+
+    fn ring() -> impl Strategy<Value = Spec> {
+        prop::collection::btree_map(
+            any::<u32>(),
+            prop::collection::btree_set(0u8..6, 1..4),
+            1..6,
+        )
+        .prop_map(|m| {
+            m.into_iter()
+                .map(|(p, s)| (p, s.into_iter().collect()))
+                .collect()
+        })
+    }
+
+    fn artifacts(spec: &Spec, version: u32) -> Artifacts {
+        let mut rows = Vec::new();
+        for (i, (hi, members)) in spec.iter().enumerate() {
+            let lo = spec[(i + spec.len() - 1) % spec.len()].0;
+            for (idx, m) in members.iter().enumerate() {
+                rows.push(Row {
+                    vals: [
+                        format!("N{m}"),
+                        "c".into(),
+                        version.to_string(),
+                        lo.to_string(),
+                        hi.to_string(),
+                        idx.to_string(),
+                        format!("N{m}"),
+                    ]
+                    .to_vec(),
+                    at: format!("v{version}:{}", rows.len() + 1),
+                });
+            }
+        }
+        let mut a = Artifacts::default();
+        a.relations.insert("agent_anolis_chain".into(), rows);
+        a
+    }
+
+    /// The chain members of the range holding `key` (wrapping).
+    fn members_at(spec: &Spec, key: u32) -> BTreeSet<u8> {
+        let (_, m) = spec.iter().find(|(p, _)| *p >= key).unwrap_or(&spec[0]);
+        m.iter().copied().collect()
+    }
+
+    /// The piece (lo, hi] of the cut ring holding `key`.
+    fn piece(cuts: &BTreeSet<u32>, key: u32) -> (u32, u32) {
+        let hi = cuts
+            .range(key..)
+            .next()
+            .or(cuts.iter().next())
+            .copied()
+            .unwrap();
+        let lo = cuts
+            .range(..hi)
+            .next_back()
+            .or(cuts.iter().next_back())
+            .copied()
+            .unwrap();
+        (lo, hi)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+        #[test]
+        fn pieces_agree_with_brute_force(old in ring(), new in ring(), keys in prop::collection::vec(any::<u32>(), 1..20)) {
+            let (oa, na) = (artifacts(&old, 1), artifacts(&new, 2));
+            let (cxs, changed) = chains(&oa, &na);
+            let cuts: BTreeSet<u32> = old.iter().chain(&new).map(|(p, _)| *p).collect();
+            let differing = cuts.iter().filter(|&&c| members_at(&old, c) != members_at(&new, c)).count();
+            prop_assert_eq!(changed, differing);
+            for k in keys.into_iter().chain(cuts.iter().copied()) {
+                let (o, n) = (members_at(&old, k), members_at(&new, k));
+                let (lo, hi) = piece(&cuts, k);
+                let tag = format!("keys ({lo}, {hi}]:");
+                let flagged = cxs.iter().any(|c| c.summary.contains(&tag) && c.summary.contains("no first common node"));
+                prop_assert_eq!(flagged, o != n && o.is_disjoint(&n), "key {} piece {}", k, tag);
+            }
+        }
+    }
+}
