@@ -22,11 +22,12 @@
 //!   (the warm engine is dropped first, so the two never coexist).
 
 use crate::measure;
+use crate::vip_cycle;
 use netc_compiler::plan::{Plan, RelId};
 use netc_compiler::value::{Row, Sym, Value};
 use netc_runtime::engine::{Changes, Diff, Engine, Transaction};
 use netc_runtime::intent;
-use netc_runtime::placement::{Placement, VipChange};
+use netc_runtime::placement::Placement;
 use netc_targets::DeviceRows;
 use serde_json::{json, Value as Json};
 use std::collections::BTreeMap;
@@ -151,21 +152,20 @@ pub fn run(a: &IntentArgs) -> Result<Json, String> {
         let mut records = Vec::with_capacity(steps.len());
         for s in &steps {
             commit(&mut engine, &s.setup)?;
+            let mut removed = None;
             if let (Some(ep), Some(p), Some(vp)) = (s.vip, placement.as_mut(), rels.vip_placement) {
-                let d = p.update(vec![VipChange::Remove(ep)]);
-                engine
-                    .commit(d.transaction(vp))
-                    .map_err(|e| e.to_string())?;
+                if let Some((r, d)) = vip_cycle::remove(p, ep) {
+                    engine
+                        .commit(d.transaction(vp))
+                        .map_err(|e| e.to_string())?;
+                    removed = Some(r);
+                }
             }
-            let spec = s
-                .vip
-                .and_then(|ep| original_spec(&placement, ep).map(|sp| (ep, sp)));
             let t = Instant::now();
             let mut ch = commit(&mut engine, &s.timed)?;
-            if let (Some((ep, spec)), Some(p), Some(vp)) =
-                (spec, placement.as_mut(), rels.vip_placement)
+            if let (Some(r), Some(p), Some(vp)) = (removed, placement.as_mut(), rels.vip_placement)
             {
-                let d = p.update(vec![VipChange::Set(ep, spec)]);
+                let d = vip_cycle::re_add(p, r);
                 let more = engine
                     .commit(d.transaction(vp))
                     .map_err(|e| e.to_string())?;
@@ -285,13 +285,6 @@ fn ms_summary(samples: &[f64]) -> Json {
         "max": s.last().copied().unwrap_or(f64::NAN),
         "mean": mean,
     })
-}
-
-fn original_spec(
-    placement: &Option<Placement>,
-    ep: std::net::Ipv4Addr,
-) -> Option<netc_runtime::placement::VipSpec> {
-    placement.as_ref()?.model().vips.get(&ep).cloned()
 }
 
 fn commit(engine: &mut Engine, changes: &[(RelId, Row, Diff)]) -> Result<Changes, String> {

@@ -23,6 +23,7 @@
 mod drive;
 mod intent;
 mod measure;
+mod vip_cycle;
 mod workload;
 
 use std::path::PathBuf;
