@@ -16,9 +16,11 @@ relation differs (the rows that differ are printed), 2 on a usage or
 process error. Timings go to --json (default
 bench/results/clingo-intent-<date>-<commit>.json).
 
---bigmem runs each clingo worker under `flock /tmp/netc-bigmem.lock prlimit
---as=10000000000` (the machine's rule for runs that may pass 2 GB; on by
-default for M and L).
+Every netc and clingo process of M and L (or of any scenario with --bigmem)
+runs under `flock /tmp/netc-bigmem.lock prlimit --as=10000000000` (this
+machine's rule for runs that may pass 2 GB: netc compile of M peaks at
+~2.7 GB); --no-lock keeps the prlimit cap but not the lock, for a caller
+that already holds it (bench/suite.py --clingo).
 """
 
 from __future__ import annotations
@@ -36,7 +38,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from clingo_intent import reference  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
-BIGMEM = ["flock", "/tmp/netc-bigmem.lock", "prlimit", "--as=10000000000", "--"]
+LOCK = ["flock", "/tmp/netc-bigmem.lock"]
+CAP = ["prlimit", "--as=10000000000", "--"]
 
 
 def _netc_bin(arg: str | None) -> str:
@@ -60,7 +63,8 @@ def _print_result(name: str, res: dict) -> None:
         f"{res['rows_compared']} rows: {'EQUAL' if res['equal'] else 'DIFFERENT'}; "
         f"clingo load {c['load_s']:.2f} s + ground {c['ground_s']:.2f} s + solve {c['solve_s']:.2f} s "
         f"= {c['total_s']:.2f} s (CPU {c['cpu_s']:.2f} s), peak RSS {c['peak_rss_mb']:.0f} MB; "
-        f"netc compile {res['netc_compile']['wall_s']:.2f} s, {res['netc_compile']['peak_rss_mb']:.0f} MB"
+        f"netc compile {res['netc_compile']['wall_s']:.2f} s (CPU {res['netc_compile']['cpu_s']:.2f} s), "
+        f"{res['netc_compile']['peak_rss_mb']:.0f} MB"
     )
     for m in res["mismatches"]:
         print(f"  MISMATCH {m['relation']}: netc {m['netc_rows']} rows, clingo {m['clingo_rows']} rows")
@@ -80,7 +84,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--netc", help="netc binary (default $NETC_BIN, else $CARGO_TARGET_DIR/release/netc)")
     ap.add_argument("--work", type=Path, default=Path("/tmp/netc-clingo-intent"), help="scratch directory")
     ap.add_argument("--json", type=Path, help="result JSON path")
-    ap.add_argument("--bigmem", action="store_true", help="flock + prlimit around every clingo worker")
+    ap.add_argument("--bigmem", action="store_true", help="flock + prlimit around every step, whatever the preset")
+    ap.add_argument("--no-lock", action="store_true", help="prlimit without flock (the caller holds the lock)")
     a = ap.parse_args(argv)
     netc = _netc_bin(a.netc)
     if not Path(netc).is_file():
@@ -105,7 +110,9 @@ def main(argv: list[str]) -> int:
                 print(f"error: netc gen --preset {name} failed:\n{r.stderr}", file=sys.stderr)
                 return 2
             intent = sorted(gen_dir.glob("*.ndl"))
-        wrap = BIGMEM if (a.bigmem or name in ("M", "L")) else None
+        wrap = None
+        if a.bigmem or name in ("M", "L"):
+            wrap = CAP if a.no_lock else LOCK + CAP
         try:
             res = reference.run_scenario(netc, intent, work, wrap)
         except RuntimeError as e:

@@ -291,6 +291,7 @@ def main() -> int:
     ap.add_argument("--skip-build", action="store_true")
     ap.add_argument("--out", type=Path, default=None, help="JSON path (default bench/results/suite-<date>-<commit>.json)")
     ap.add_argument("--plots", type=Path, default=None, help="write PNG plots into DIR")
+    ap.add_argument("--clingo", nargs="*", default=[], choices=["S", "M"], help="also clingo on the same rules and facts, from scratch, compared row by row (bench/clingo_intent.py)")
     args = ap.parse_args()
     if args.quick:
         args.presets, args.changes, args.scratch_samples, args.hoverboard_vms, args.verify = ["S"], 50, 1, [], []
@@ -328,6 +329,11 @@ def main() -> int:
         "verification": ver,
         "hoverboard_scaling": scaling,
     }
+    if args.clingo:  # the independent reference: time, RSS and equality per preset (bench/README.md)
+        cj = BENCH / "results" / f"clingo-intent-{started:%Y-%m-%d}-{commit}.json"
+        cmd = [sys.executable, str(BENCH / "clingo_intent.py"), "--netc", str(netc), "--presets", *args.clingo, "--json", str(cj), "--bigmem", "--no-lock"]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout * 4)
+        doc["clingo_intent"] = json.loads(cj.read_text())["scenarios"] if p.returncode in (0, 1) and cj.exists() else {"error": f"rc {p.returncode}", "stderr_tail": p.stderr[-2000:]}
     print(table(results))
     if scaling:
         print("\n| VMs (Hoverboard) | flows | flows/VM | compile s |\n|---|---|---|---|")

@@ -164,7 +164,7 @@ class _Parser:
 
     def expect(self, text: str) -> Tok:
         tok = self.next()
-        if tok.text != text or tok.kind in ("str",):
+        if tok.text != text or tok.kind == "str":
             raise NdlError(f"{tok.where}: expected `{text}`, found `{tok.text}`")
         return tok
 

@@ -74,8 +74,8 @@ def _run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
     return r
 
 
-def timed(cmd: list[str]) -> tuple[float, float, str]:
-    """(wall seconds, peak RSS MB from wait4, stdout) of one process."""
+def timed(cmd: list[str]) -> tuple[float, float, str, float]:
+    """(wall seconds, peak RSS MB from wait4, stdout, CPU seconds) of one process."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         t0 = time.perf_counter()
         p = subprocess.Popen(cmd, stdout=out, stderr=err, text=True)
@@ -86,7 +86,7 @@ def timed(cmd: list[str]) -> tuple[float, float, str]:
         err.seek(0)
         if p.returncode != 0:
             raise ProcessFailed(cmd, p.returncode, err.read())
-        return wall, ru.ru_maxrss / 1024, out.read()
+        return wall, ru.ru_maxrss / 1024, out.read(), ru.ru_utime + ru.ru_stime
 
 
 @dataclass
@@ -96,6 +96,7 @@ class NetcSide:
     pinned: Path | None
     compile_s: float
     compile_rss_mb: float
+    compile_cpu_s: float
     notes: list[str] = field(default_factory=list)
 
 
@@ -113,18 +114,21 @@ def _pin_placement(compiled: Path, pinned: Path) -> int:
     return len(lines)
 
 
-def prepare(netc: str, intent: list[Path], work: Path, outputs: list[str], located: set[str]) -> NetcSide:
+def prepare(
+    netc: str, intent: list[Path], work: Path, outputs: list[str], located: set[str], wrap: list[str] | None = None
+) -> NetcSide:
     """netc's side. A bad intent (compile exits 1: some error_* row) is still
     compared: every relation then comes from `netc run`, which writes them all."""
+    w = wrap or []
     work.mkdir(parents=True, exist_ok=True)
     out1 = work / "netc_compile"
     bad_intent = False
     try:
-        wall, rss, _ = timed([netc, "compile", *map(str, intent), "--out", str(out1)])
+        wall, rss, _, cpu = timed([*w, netc, "compile", *map(str, intent), "--out", str(out1)])
     except ProcessFailed as e:
         if e.code != 1:
             raise
-        bad_intent, wall, rss = True, 0.0, 0.0
+        bad_intent, wall, rss, cpu = True, 0.0, 0.0, 0.0
     intent_facts = ndl.parse_files([(str(p), p.read_text()) for p in intent])
     pinned = None
     notes: list[str] = []
@@ -137,7 +141,7 @@ def prepare(netc: str, intent: list[Path], work: Path, outputs: list[str], locat
     inputs = [*map(str, intent)] + ([str(pinned)] if pinned else [])
     out2 = work / "netc_compile_pinned"
     if not bad_intent:
-        _run([netc, "compile", *inputs, "--out", str(out2)])
+        _run([*w, netc, "compile", *inputs, "--out", str(out2)])
         for f in sorted((out1 / "relations").glob("*.csv")):
             if read_rows(f) != read_rows(out2 / "relations" / f.name):
                 raise RuntimeError(f"pinning the placement changed {f.name}: the pin is not netc's placement")
@@ -145,7 +149,7 @@ def prepare(netc: str, intent: list[Path], work: Path, outputs: list[str], locat
     run_dir.mkdir(exist_ok=True)
     for old in run_dir.glob("*.csv"):
         old.unlink()
-    _run([netc, "run", "-D", str(run_dir), *map(str, rule_files()), *inputs])
+    _run([*w, netc, "run", "-D", str(run_dir), *map(str, rule_files()), *inputs])
     if not bad_intent:
         for rel in sorted(located & set(outputs)):
             if read_rows(out2 / "relations" / f"{rel}.csv") != read_rows(run_dir / f"{rel}.csv"):
@@ -160,7 +164,7 @@ def prepare(netc: str, intent: list[Path], work: Path, outputs: list[str], locat
         if not src.exists():
             raise RuntimeError(f"netc wrote no {src}")
         relations[rel] = read_rows(src)
-    return NetcSide(relations, located, pinned, wall, rss, notes)
+    return NetcSide(relations, located, pinned, wall, rss, cpu, notes)
 
 
 @dataclass
@@ -212,7 +216,7 @@ def translate_scenario(intent: list[Path], pinned: Path | None, work: Path) -> T
 def solve(work: Path, wrap: list[str] | None = None) -> dict:
     """Runs the clingo worker on work/rules.lp + facts.lp in its own process."""
     cmd = [*(wrap or []), sys.executable, str(REPO / "bench/clingo_intent.py"), "--worker", str(work)]
-    wall, rss, out = timed(cmd)
+    wall, rss, out, _ = timed(cmd)
     res = json.loads(out.strip().splitlines()[-1])
     res["process_wall_s"] = wall
     res["wait4_rss_mb"] = rss
@@ -296,7 +300,7 @@ def clingo_rows(work: Path, outputs: list[str]) -> dict[str, list[str]]:
 def run_scenario(netc: str, intent: list[Path], work: Path, wrap: list[str] | None = None) -> dict:
     """netc and clingo on one scenario; the result document (mismatches empty = equal)."""
     outputs, located = outputs_of_rules()
-    side = prepare(netc, intent, work, outputs, located)
+    side = prepare(netc, intent, work, outputs, located, wrap)
     tr = translate_scenario(intent, side.pinned, work)
     res = solve(work, wrap)
     mism = compare(side.relations, clingo_rows(work, outputs))
@@ -309,7 +313,7 @@ def run_scenario(netc: str, intent: list[Path], work: Path, wrap: list[str] | No
         "facts": tr.facts,
         "translate_s": tr.translate_s,
         "clingo": res,
-        "netc_compile": {"wall_s": side.compile_s, "peak_rss_mb": side.compile_rss_mb},
+        "netc_compile": {"wall_s": side.compile_s, "cpu_s": side.compile_cpu_s, "peak_rss_mb": side.compile_rss_mb},
         "notes": side.notes,
         "left_out": LEFT_OUT,
         "mismatches": mism,

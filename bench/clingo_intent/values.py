@@ -246,6 +246,9 @@ def _hash5_sym(proto, src, dst, sport, dport) -> int:
 
 
 def _contains(p, x) -> int:
+    """contains(prefix, address|prefix), or contains(substring, symbol)."""
+    if isinstance(p, str) and isinstance(x, str):
+        return int(p in x)
     if not isinstance(p, Prefix4):
         return 0
     m = _mask4(p.length)
@@ -253,8 +256,6 @@ def _contains(p, x) -> int:
         return int(x.a & m == p.a & m)
     if isinstance(x, Prefix4):
         return int(p.length <= x.length and x.a & m == p.a & m)
-    if isinstance(x, str) and isinstance(p, str):
-        return int(p in x)
     return 0
 
 
@@ -282,12 +283,16 @@ def _need_int(x):
     return x
 
 
+def _undefined(why: str):
+    raise Undefined(why)
+
+
 FUNCTORS = {
     "cat": _cat,
     "to_string": lambda x: to_text(x),
     "strlen": lambda s: len(s),
     "contains": _contains,
-    "prefix_len": lambda p: p.length if isinstance(p, Prefix4) else _need_int(None),
+    "prefix_len": lambda p: p.length if isinstance(p, Prefix4) else _undefined("prefix_len of a non-prefix"),
     "network": lambda p: Ipv4(p.a),
     "broadcast": lambda p: Ipv4(p.a | (~_mask4(p.length) & 0xFFFFFFFF)),
     "nth_addr": _nth_addr,
@@ -298,9 +303,9 @@ FUNCTORS = {
     "itou": lambda x: _need_int(x) if x >= 0 else x + 2**64,
     "utoi": lambda x: _need_int(x) if x < 2**63 else x - 2**64,
     "ipv4_to_unsigned": lambda a: a.a,
-    "unsigned_to_ipv4": lambda u: Ipv4(u) if 0 <= u < 2**32 else _need_int(None),
+    "unsigned_to_ipv4": lambda u: Ipv4(u) if 0 <= u < 2**32 else _undefined("not an IPv4 address"),
     "mac_to_unsigned": lambda m: m.m,
-    "unsigned_to_mac": lambda u: Mac(u) if 0 <= u < 2**48 else _need_int(None),
+    "unsigned_to_mac": lambda u: Mac(u) if 0 <= u < 2**48 else _undefined("not a MAC"),
     "hash5": _hash5,
     "hash5_sym": _hash5_sym,
 }
