@@ -58,6 +58,7 @@ def _explain(mism: list[dict]) -> str:
     )
 
 
+@pytest.mark.netc
 def test_small_scenario_is_equal_on_every_output_relation(small, tmp_path):
     res = reference.run_scenario(small["netc"], small["intent"], tmp_path / "run")
     assert res["equal"], _explain(res["mismatches"])
@@ -76,6 +77,7 @@ EXAMPLES = ["quickstart", "ananta", "andromeda", "anolis", "athena", "nfchain", 
 BAD = ["acl_priority_tie", "anolis_no_fcn", "capacity", "l7_split_sum", "nf_steer_overlap", "snat_overlap"]
 
 
+@pytest.mark.netc
 @pytest.mark.parametrize("name", EXAMPLES + [f"bad:{b}" for b in BAD])
 def test_examples_and_bad_intents_are_equal(netc_bin, tmp_path, name):
     if name.startswith("bad:"):
@@ -92,6 +94,7 @@ def test_examples_and_bad_intents_are_equal(netc_bin, tmp_path, name):
         assert rows == reference.read_rows(tmp_path / "clingo" / f"{expect}.csv")
 
 
+@pytest.mark.netc
 def test_perturbed_facts_are_detected(small):
     """clingo on the facts minus one VM must differ from netc where that VM shows."""
     prog = copy.deepcopy(small["prog"])
@@ -143,6 +146,7 @@ MUTATIONS = {
 }
 
 
+@pytest.mark.netc
 @pytest.mark.parametrize("mutation", sorted(MUTATIONS))
 def test_a_mistranslated_rule_is_detected(small, monkeypatch, mutation):
     kind, what = MUTATIONS[mutation]
@@ -156,6 +160,7 @@ def test_a_mistranslated_rule_is_detected(small, monkeypatch, mutation):
     assert mism, f"{mutation}: clingo still agrees with netc on every relation"
 
 
+@pytest.mark.netc
 def test_unmutated_in_process_translation_agrees(small):
     """The baseline of the mutation tests: the same in-process path, unmutated, is equal."""
     mism = reference.compare(small["side"].relations, reference.solve_program(small["prog"]))
@@ -188,6 +193,75 @@ def test_an_unknown_construct_is_reported_with_its_place():
     ]
 
 
+def _ndl_literal(v) -> str:
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return str(v)
+
+
+_ODD_INTS = [-1, 0, 1, 7, 17, 600, 1023, 65535, 65536, 4294967296]
+
+
+@st.composite
+def _fact_mutations(draw, facts: dict[str, list[tuple]]):
+    """1-4 edits of an intent's facts: drop a fact, change one column, or add a changed copy."""
+    rels = sorted(r for r, rows in facts.items() if rows)
+    edits = []
+    for _ in range(draw(st.integers(1, 4))):
+        rel = draw(st.sampled_from(rels))
+        i = draw(st.integers(0, len(facts[rel]) - 1))
+        op = draw(st.sampled_from(["drop", "change", "copy"]))
+        col = draw(st.integers(0, len(facts[rel][i]) - 1))
+        old = facts[rel][i][col]
+        pool = [row[col] for row in facts[rel]]
+        if isinstance(old, int):
+            pool += _ODD_INTS
+        new = draw(st.sampled_from(pool))
+        edits.append((rel, i, op, col, new))
+    return edits
+
+
+@pytest.mark.netc
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_mutated_intent_facts_give_equal_relations_errors_included(small, tmp_path_factory, data):
+    """Bad intent on purpose: edited facts (out-of-range values, dangling names,
+    duplicates) make the error_* rules fire; netc run and clingo must agree on
+    every relation, errors included."""
+    files = [*small["intent"], small["side"].pinned]
+    base = ndl.parse_files([(str(p), p.read_text()) for p in files]).facts
+    facts = {rel: sorted(rows, key=repr) for rel, rows in base.items()}
+    for rel, i, op, col, new in data.draw(_fact_mutations(facts)):
+        row = facts[rel][i]
+        changed = row[:col] + (new,) + row[col + 1 :]
+        if op == "drop":
+            facts[rel] = facts[rel][:i] + facts[rel][i + 1 :]
+        elif op == "change":
+            facts[rel] = facts[rel][:i] + [changed] + facts[rel][i + 1 :]
+        else:
+            facts[rel] = facts[rel] + [changed]
+        if not facts[rel]:
+            del facts[rel]
+    work = tmp_path_factory.mktemp("clingo_mut")
+    text = "".join(f"{rel}({', '.join(map(_ndl_literal, row))}).\n" for rel in sorted(facts) for row in facts[rel])
+    (work / "mutated.ndl").write_text(text)
+    out = work / "netc_run"
+    out.mkdir()
+    r = subprocess.run(
+        [small["netc"], "run", "-D", str(out), *map(str, reference.rule_files()), str(work / "mutated.ndl")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    outputs, _ = reference.outputs_of_rules()
+    netc_rows = {rel: reference.read_rows(out / f"{rel}.csv") for rel in outputs}
+    prog = reference.parse_program([work / "mutated.ndl"], None)
+    mism = reference.compare(netc_rows, reference.solve_program(prog))
+    assert not mism, _explain(mism)
+
+
+@pytest.mark.netc
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     seed=st.integers(1, 100_000),
