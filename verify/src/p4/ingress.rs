@@ -64,7 +64,8 @@ struct Run<'a> {
     cites: Vec<String>,
 }
 
-fn matches(m: &FieldMatch, v: u128) -> bool {
+/// Whether a match on one key field holds for `v` (LPM on 32-bit fields).
+pub(crate) fn field_matches(m: &FieldMatch, v: u128) -> bool {
     match m {
         FieldMatch::Exact(x) => *x == v,
         FieldMatch::Lpm(x, len) => {
@@ -96,7 +97,7 @@ impl<'a> Run<'a> {
             let hit = e.matches.iter().all(|(f, m)| {
                 key.iter()
                     .find(|(k, _)| k == f)
-                    .is_some_and(|(_, v)| matches(m, *v))
+                    .is_some_and(|(_, v)| field_matches(m, *v))
             });
             if !hit {
                 continue;

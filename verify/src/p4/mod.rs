@@ -19,6 +19,7 @@ pub mod textpb;
 pub mod request;
 pub mod switch;
 pub mod ingress;
+pub mod symbolic;
 
 use crate::artifacts::{ArtifactError, Row};
 use request::{Entity, EntryAction, FieldMatch, P4Info, Update, UpdateType};

@@ -1,0 +1,980 @@
+//! netc.p4's ingress on *sets* of packets: every table of the program, as
+//! BDDs over the fields the tables read.
+//!
+//! Expects: a [`Switch`] (the state its WriteRequest installs) and the
+//! P4Info. Guarantees: [`Model::build`] partitions every packet a switch
+//! port can receive (ingress port, VXLAN or not and its VNI, outer IPv4
+//! destination, the innermost protocol, source, destination and
+//! destination port) into [`SymOutcome`]s, following `p4/netc.p4`'s `apply`
+//! block in the order [`super::ingress`] does for one packet: port_role →
+//! port_tenant (host port, VNI ≠ 0; miss → drop) → acl (priority order,
+//! default nop) → mcast (VXLAN to 224.0.0.0/4: the group's replicas) →
+//! vip_local (host ports) / vip → one outcome per slot `idx < n` of the
+//! vector → ecmp member → tunnel → underlay, else route → one outcome per
+//! slot → route_member → underlay, else underlay on the outer destination.
+//! The hash is not a BDD: a load-balanced or routed outcome carries its
+//! [`Slot`], the condition `hash5 % n == idx` a concrete packet must meet
+//! to take it (so every slot is a possible choice, as in `network.rs`).
+//! `tests` checks the partition against the concrete interpreter on random
+//! switches and packets (the property: same fate, same slot).
+
+use super::ingress::{field_matches, Fate, PacketIn};
+use super::request::{Action, EntryAction, P4Info, TableEntry};
+use super::switch::Switch;
+use biodivine_lib_bdd::{Bdd, BddPartialValuation, BddValuation, BddVariable, BddVariableSet};
+use netc_compiler::functors::hash5_v4;
+
+/// The packet fields the ingress tables read (bits, most significant first).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Key {
+    Port,
+    /// 1 when the packet arrives VXLAN-encapsulated.
+    Vxlan,
+    /// The VXLAN VNI (0 for plain IP).
+    Vni,
+    OuterDst,
+    Proto,
+    Src,
+    Dst,
+    Dport,
+}
+
+/// Field widths in variable order. OuterDst and Dst share one block, bit
+/// by bit interleaved, so that `outer_dst == dst` (a plain IP packet has one
+/// destination) is a small BDD.
+const KEYS: [(Key, u32); 8] = [
+    (Key::Port, 32),
+    (Key::Vxlan, 1),
+    (Key::Vni, 24),
+    (Key::OuterDst, 32),
+    (Key::Dst, 32),
+    (Key::Proto, 8),
+    (Key::Src, 32),
+    (Key::Dport, 16),
+];
+
+/// The BDD variables of the packet fields.
+pub struct Space {
+    pub vars: BddVariableSet,
+}
+
+impl Key {
+    fn offset_width(self) -> (u16, u32) {
+        let mut off = 0u16;
+        for (k, w) in KEYS {
+            if k == self {
+                return (off, w);
+            }
+            off += w as u16;
+        }
+        (off, 0)
+    }
+}
+
+impl Default for Space {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Space {
+    pub fn new() -> Space {
+        let n: u32 = KEYS.iter().map(|(_, w)| w).sum();
+        Space {
+            vars: BddVariableSet::new_anonymous(n as u16),
+        }
+    }
+    fn var(&self, k: Key, bit_from_msb: u32) -> BddVariable {
+        let i = match k {
+            Key::OuterDst => Key::OuterDst.offset_width().0 as usize + 2 * bit_from_msb as usize,
+            Key::Dst => Key::OuterDst.offset_width().0 as usize + 2 * bit_from_msb as usize + 1,
+            _ => k.offset_width().0 as usize + bit_from_msb as usize,
+        };
+        BddVariable::from_index(i)
+    }
+    pub fn all(&self) -> Bdd {
+        self.vars.mk_true()
+    }
+    pub fn none(&self) -> Bdd {
+        self.vars.mk_false()
+    }
+    /// Packets whose `k` equals `value` on the bits of `mask`.
+    pub fn masked(&self, k: Key, value: u128, mask: u128) -> Bdd {
+        let w = k.offset_width().1;
+        let mut clause = BddPartialValuation::empty();
+        for b in 0..w {
+            let bit = w - 1 - b;
+            if (mask >> bit) & 1 == 1 {
+                clause.set_value(self.var(k, b), (value >> bit) & 1 == 1);
+            }
+        }
+        self.vars.mk_conjunctive_clause(&clause)
+    }
+    pub fn eq(&self, k: Key, value: u128) -> Bdd {
+        self.masked(k, value, u128::MAX)
+    }
+    /// Packets whose `k` lies in `lo..=hi`: `k ≥ lo ∧ k ≤ hi`, built bit by
+    /// bit from the least significant one.
+    pub fn range(&self, k: Key, lo: u128, hi: u128) -> Bdd {
+        let w = k.offset_width().1;
+        let (mut ge, mut le) = (self.all(), self.all());
+        for bit in 0..w {
+            let x = self.vars.mk_var(self.var(k, w - 1 - bit));
+            ge = if (lo >> bit) & 1 == 1 {
+                x.and(&ge)
+            } else {
+                x.or(&ge)
+            };
+            le = if (hi >> bit) & 1 == 1 {
+                x.not().or(&le)
+            } else {
+                x.not().and(&le)
+            };
+        }
+        ge.and(&le)
+    }
+    /// The packets a switch port can receive: a plain IP packet has VNI 0
+    /// and its one destination is both the outer and the innermost.
+    pub fn universe(&self) -> Bdd {
+        let vxlan = self.eq(Key::Vxlan, 1);
+        let mut same = self.all();
+        for b in 0..32 {
+            let (o, d) = (
+                self.vars.mk_var(self.var(Key::OuterDst, b)),
+                self.vars.mk_var(self.var(Key::Dst, b)),
+            );
+            same = same.and(&o.iff(&d));
+        }
+        vxlan.or(&self.eq(Key::Vni, 0).and(&same))
+    }
+    /// A packet's bits.
+    pub fn valuation(&self, p: &PacketIn) -> BddValuation {
+        let mut v = BddValuation::all_false(self.vars.num_vars());
+        let vals = [
+            (Key::Port, u128::from(p.ingress_port)),
+            (Key::Vxlan, u128::from(p.vxlan_vni.is_some())),
+            (Key::Vni, u128::from(p.vxlan_vni.unwrap_or(0))),
+            (Key::OuterDst, u128::from(p.outer_dst)),
+            (Key::Proto, u128::from(p.proto)),
+            (Key::Src, u128::from(p.src)),
+            (Key::Dst, u128::from(p.dst)),
+            (Key::Dport, u128::from(p.dport)),
+        ];
+        for (k, x) in vals {
+            let w = k.offset_width().1;
+            for b in 0..w {
+                if (x >> (w - 1 - b)) & 1 == 1 {
+                    v.set(self.var(k, b));
+                }
+            }
+        }
+        v
+    }
+    /// One packet of `set` (source port 0; see [`Model::witness`] for a
+    /// slot), or None when `set` is empty.
+    pub fn witness(&self, set: &Bdd) -> Option<PacketIn> {
+        let v = set.sat_witness()?;
+        let get = |k: Key| {
+            let w = k.offset_width().1;
+            (0..w).fold(0u128, |acc, b| {
+                (acc << 1) | u128::from(v.value(self.var(k, b)))
+            })
+        };
+        Some(PacketIn {
+            ingress_port: get(Key::Port) as u32,
+            vxlan_vni: (get(Key::Vxlan) == 1).then(|| get(Key::Vni) as u32),
+            outer_dst: get(Key::OuterDst) as u32,
+            proto: get(Key::Proto) as u8,
+            src: get(Key::Src) as u32,
+            dst: get(Key::Dst) as u32,
+            sport: 0,
+            dport: get(Key::Dport) as u16,
+        })
+    }
+}
+
+/// A table key field: a packet field (symbolic) or a metadata value this
+/// branch has fixed (concrete).
+#[derive(Clone, Copy)]
+enum KeyVal {
+    Var(Key),
+    Const(u128),
+}
+
+/// The choice a load-balanced or routed outcome needs: `hash5 % n == idx`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Slot {
+    pub n: u128,
+    pub idx: u128,
+}
+
+/// A route slot's decision (p4_route → p4_route_member), kept even when the
+/// underlay then drops, because the next hop is what ROUTE-1 checks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RouteSlot {
+    pub net: u32,
+    pub len: u32,
+    pub nexthop: u32,
+}
+
+/// One class of packets and its fate.
+#[derive(Clone)]
+pub struct SymOutcome {
+    pub set: Bdd,
+    /// For a multicast fate, the replicas *before* the egress prune (a
+    /// packet is never sent back out of its ingress port).
+    pub fate: Fate,
+    pub slot: Option<Slot>,
+    pub route: Option<RouteSlot>,
+    /// Whether a vip / vip_local entry balanced it.
+    pub balanced: bool,
+}
+
+/// A table lookup's result on part of a set.
+struct Looked {
+    action: Option<Action>,
+    hit: bool,
+}
+
+/// A switch's ingress as a partition of its packets.
+pub struct Model {
+    pub space: Space,
+    pub outcomes: Vec<SymOutcome>,
+    /// The packets port_tenant drops (host port, VNI not listed).
+    pub edge_drop: Bdd,
+}
+
+struct Build<'a> {
+    sw: &'a Switch,
+    info: &'a P4Info,
+    s: &'a Space,
+}
+
+fn arg(a: &Action, id: u32) -> u128 {
+    a.params
+        .iter()
+        .find(|(p, _)| *p == id)
+        .map_or(0, |(_, v)| *v)
+}
+
+impl Build<'_> {
+    fn action_name(&self, a: &Option<Action>) -> &str {
+        a.as_ref()
+            .and_then(|a| self.info.actions.get(&a.id))
+            .map_or("", |x| x.name.as_str())
+    }
+
+    fn entry_set(&self, e: &TableEntry, key: &[(u32, KeyVal)]) -> Bdd {
+        let mut set = self.s.all();
+        for (f, m) in &e.matches {
+            let Some((_, kv)) = key.iter().find(|(k, _)| k == f) else {
+                return self.s.none();
+            };
+            let part = match *kv {
+                KeyVal::Const(c) => {
+                    if field_matches(m, c) {
+                        continue;
+                    }
+                    self.s.none()
+                }
+                KeyVal::Var(k) => {
+                    use super::request::FieldMatch as M;
+                    match m {
+                        M::Exact(x) => self.s.eq(k, *x),
+                        M::Lpm(x, len) => {
+                            let mask = if *len == 0 {
+                                0
+                            } else {
+                                (u128::from(u32::MAX) << (32 - len)) & u128::from(u32::MAX)
+                            };
+                            self.s.masked(k, *x, mask)
+                        }
+                        M::Ternary(x, k2) => self.s.masked(k, *x, *k2),
+                        M::Range(a, b) => self.s.range(k, *a, *b),
+                    }
+                }
+            };
+            set = set.and(&part);
+            if set.is_false() {
+                break;
+            }
+        }
+        set
+    }
+
+    /// Table `name` on the packets `within`: the hit sets in the order the
+    /// concrete lookup prefers entries (highest priority, then longest
+    /// prefix, then the first installed), then the miss set with the
+    /// default entry's action (or none). Empty parts are left out.
+    fn apply(&self, name: &str, key: &[(u32, KeyVal)], within: &Bdd) -> Vec<(Bdd, Looked)> {
+        let Some((&tid, _)) = self.info.tables.iter().find(|(_, t)| t.name == name) else {
+            return vec![(
+                within.clone(),
+                Looked {
+                    action: None,
+                    hit: false,
+                },
+            )];
+        };
+        let mut ranked: Vec<(&TableEntry, (i32, u32))> = Vec::new();
+        let mut default = None;
+        for (e, _) in self.sw.entries.values().filter(|(e, _)| e.table_id == tid) {
+            if e.is_default {
+                default = Some(e);
+                continue;
+            }
+            let lpm = e
+                .matches
+                .iter()
+                .map(|(_, m)| {
+                    if let super::request::FieldMatch::Lpm(_, l) = m {
+                        *l
+                    } else {
+                        0
+                    }
+                })
+                .sum();
+            ranked.push((e, (e.priority, lpm)));
+        }
+        // stable: equal ranks keep installation-key order, as the concrete lookup
+        ranked.sort_by_key(|r| std::cmp::Reverse(r.1));
+        let mut rest = within.clone();
+        let mut out = Vec::new();
+        for (e, _) in ranked {
+            if rest.is_false() {
+                break;
+            }
+            let hit = self.entry_set(e, key).and(&rest);
+            if hit.is_false() {
+                continue;
+            }
+            rest = rest.and_not(&hit);
+            out.push((
+                hit,
+                Looked {
+                    action: self.resolve(e),
+                    hit: true,
+                },
+            ));
+        }
+        if !rest.is_false() {
+            let action = default.and_then(|e| self.resolve(e));
+            out.push((rest, Looked { action, hit: false }));
+        }
+        out
+    }
+
+    fn resolve(&self, e: &TableEntry) -> Option<Action> {
+        match &e.action {
+            Some(EntryAction::Action(a)) => Some(a.clone()),
+            Some(EntryAction::Member(m)) => self
+                .sw
+                .members
+                .iter()
+                .find(|((_, id), _)| id == m)
+                .map(|(_, (a, _))| a.clone()),
+            None => None,
+        }
+    }
+}
+
+fn dropped(why: &str) -> Fate {
+    Fate::Drop {
+        why: why.to_string(),
+    }
+}
+
+impl Model {
+    /// The partition of every packet the switch can receive.
+    pub fn build(sw: &Switch, info: &P4Info) -> Model {
+        let s = Space::new();
+        let b = Build { sw, info, s: &s };
+        let mut out: Vec<SymOutcome> = Vec::new();
+        let mut push = |set: Bdd, fate: Fate, slot, route, balanced| {
+            if !set.is_false() {
+                out.push(SymOutcome {
+                    set,
+                    fate,
+                    slot,
+                    route,
+                    balanced,
+                });
+            }
+        };
+        let all = s.universe();
+        use KeyVal::{Const, Var};
+
+        let mut host = s.none();
+        for (set, l) in b.apply("port_role", &[(1, Var(Key::Port))], &all) {
+            if l.hit && l.action.is_some() && b.action_name(&l.action) == "set_host_port" {
+                host = host.or(&set);
+            }
+        }
+        let checked = host.and(&s.eq(Key::Vxlan, 1)).and_not(&s.eq(Key::Vni, 0));
+        let mut edge_drop = s.none();
+        for (set, l) in b.apply(
+            "port_tenant",
+            &[(1, Var(Key::Port)), (2, Var(Key::Vni))],
+            &checked,
+        ) {
+            if !(l.hit && l.action.is_some() && b.action_name(&l.action) == "nop") {
+                edge_drop = edge_drop.or(&set);
+            }
+        }
+        push(
+            edge_drop.clone(),
+            dropped("port_tenant: the host port may not send this VNI"),
+            None,
+            None,
+            false,
+        );
+        let mut rest = all.and_not(&edge_drop);
+
+        let l4 = [
+            (1, Var(Key::Src)),
+            (2, Var(Key::Dst)),
+            (3, Var(Key::Proto)),
+            (4, Var(Key::Dport)),
+        ];
+        let mut denied = s.none();
+        for (set, l) in b.apply("acl", &l4, &rest) {
+            if l.action.is_some() && b.action_name(&l.action) == "drop" {
+                denied = denied.or(&set);
+            }
+        }
+        push(denied.clone(), dropped("acl: denied"), None, None, false);
+        rest = rest.and_not(&denied);
+
+        let mc =
+            rest.and(&s.eq(Key::Vxlan, 1))
+                .and(&s.masked(Key::OuterDst, 0xe000_0000, 0xf000_0000));
+        for (set, l) in b.apply("mcast", &[(1, Var(Key::Vni)), (2, Var(Key::Dst))], &mc) {
+            if !(l.hit && l.action.is_some()) {
+                continue;
+            }
+            rest = rest.and_not(&set);
+            let group = l.action.as_ref().map_or(0, |a| arg(a, 1)) as u32;
+            let fate = match sw.groups.get(&group) {
+                None => dropped("mcast: the multicast group is not installed"),
+                Some((replicas, _)) => Fate::Multicast {
+                    group,
+                    ports: replicas.iter().map(|(p, _)| *p).collect(),
+                },
+            };
+            push(set, fate, None, None, false);
+        }
+
+        let lb_key = [
+            (1, Var(Key::Vni)),
+            (2, Var(Key::OuterDst)),
+            (3, Var(Key::Proto)),
+            (4, Var(Key::Dport)),
+        ];
+        let mut balanced: Vec<(Bdd, &str, Option<Action>)> = Vec::new();
+        for (set, l) in b.apply("vip_local", &lb_key, &rest.and(&host)) {
+            if l.hit && l.action.is_some() {
+                rest = rest.and_not(&set);
+                balanced.push((set, "ecmp_local", l.action));
+            }
+        }
+        for (set, l) in b.apply("vip", &lb_key, &rest) {
+            if l.hit && l.action.is_some() {
+                rest = rest.and_not(&set);
+                balanced.push((set, "ecmp", l.action));
+            }
+        }
+        // underlay on a next hop this branch has fixed
+        let underlay_const = |nexthop: u128| -> Fate {
+            let looked = b.apply("underlay", &[(1, Const(nexthop))], &s.all());
+            match looked.first() {
+                Some((_, l)) if b.action_name(&l.action) == "forward" => Fate::Unicast {
+                    port: l.action.as_ref().map_or(0, |a| arg(a, 1)) as u32,
+                    encap: None,
+                },
+                _ => dropped("underlay: no route to the next hop"),
+            }
+        };
+        for (set, ecmp, lb) in balanced {
+            let n = lb.as_ref().map_or(0, |a| arg(a, 1));
+            if n == 0 {
+                push(set, dropped("lb: n = 0"), None, None, true);
+                continue;
+            }
+            for idx in 0..n {
+                let slot = Some(Slot { n, idx });
+                let key = [
+                    (1, Var(Key::OuterDst)),
+                    (2, Var(Key::Proto)),
+                    (3, Var(Key::Dport)),
+                    (4, Const(idx)),
+                ];
+                for (part, m) in b.apply(ecmp, &key, &set) {
+                    let (mvni, member) = match (&m.action, m.hit) {
+                        (Some(a), true) => (arg(a, 1), arg(a, 2)),
+                        _ => (0, 0),
+                    };
+                    let t = b.apply("tunnel", &[(1, Const(mvni)), (2, Const(member))], &s.all());
+                    let fate = match t.first() {
+                        Some((_, l)) if l.hit && b.action_name(&l.action) == "encap" => {
+                            let a = l.action.as_ref().expect("named, so present");
+                            let underlay = arg(a, 1);
+                            match underlay_const(underlay) {
+                                Fate::Unicast { port, .. } => Fate::Unicast {
+                                    port,
+                                    encap: Some((mvni as u32, underlay as u32, arg(a, 2) as u64)),
+                                },
+                                other => other,
+                            }
+                        }
+                        _ => dropped("tunnel: no tunnel entry for the chosen member"),
+                    };
+                    push(part, fate, slot, None, true);
+                }
+            }
+        }
+
+        let mut routed = s.none();
+        for (set, l) in b.apply("route", &[(1, Var(Key::OuterDst))], &rest) {
+            if !(l.hit && l.action.is_some()) {
+                continue;
+            }
+            routed = routed.or(&set);
+            let a = l.action.clone().unwrap_or(Action {
+                id: 0,
+                params: Vec::new(),
+            });
+            let n = arg(&a, 3);
+            if n == 0 {
+                push(set, dropped("route: n = 0"), None, None, false);
+                continue;
+            }
+            let (net, len) = (arg(&a, 1), arg(&a, 2));
+            for idx in 0..n {
+                let key = [(1, Const(net)), (2, Const(len)), (3, Const(idx))];
+                let m = b.apply("route_member", &key, &s.all());
+                let (fate, route) = match m.first() {
+                    Some((_, l)) if l.hit && b.action_name(&l.action) == "set_nexthop" => {
+                        let nh = l.action.as_ref().map_or(0, |a| arg(a, 1));
+                        (
+                            underlay_const(nh),
+                            Some(RouteSlot {
+                                net: net as u32,
+                                len: len as u32,
+                                nexthop: nh as u32,
+                            }),
+                        )
+                    }
+                    _ => (dropped("route_member: no next hop for this slot"), None),
+                };
+                push(set.clone(), fate, Some(Slot { n, idx }), route, false);
+            }
+        }
+        rest = rest.and_not(&routed);
+
+        for (set, l) in b.apply("underlay", &[(1, Var(Key::OuterDst))], &rest) {
+            let fate = if b.action_name(&l.action) == "forward" {
+                Fate::Unicast {
+                    port: l.action.as_ref().map_or(0, |a| arg(a, 1)) as u32,
+                    encap: None,
+                }
+            } else {
+                dropped("underlay: no route to the next hop")
+            };
+            push(set, fate, None, None, false);
+        }
+        Model {
+            space: s,
+            outcomes: out,
+            edge_drop,
+        }
+    }
+
+    /// The outcome a concrete packet takes: the one whose set holds it and
+    /// whose slot (if any) its hash picks.
+    pub fn outcome_of(&self, p: &PacketIn) -> Option<&SymOutcome> {
+        let v = self.space.valuation(p);
+        let h5 = u128::from(hash5_v4(p.proto, p.src, p.dst, p.sport, p.dport));
+        self.outcomes
+            .iter()
+            .filter(|o| o.set.eval_in(&v))
+            .find(|o| o.slot.is_none_or(|s| h5 % s.n == s.idx))
+    }
+
+    /// A concrete packet of `o`: a witness of its set, with a source port
+    /// whose hash picks its slot (searched over every port; the first port
+    /// is kept when none does).
+    pub fn witness(&self, o: &SymOutcome) -> Option<PacketIn> {
+        let mut p = self.space.witness(&o.set)?;
+        if let Some(slot) = o.slot {
+            if let Some(sport) = (0..=u16::MAX).find(|sp| {
+                u128::from(hash5_v4(p.proto, p.src, p.dst, *sp, p.dport)) % slot.n == slot.idx
+            }) {
+                p.sport = sport;
+            }
+        }
+        Some(p)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The property: for random switch states (every table of netc.p4, small
+    //! value domains so entries overlap and hit) and random packets, the
+    //! symbolic model puts the packet in exactly one outcome its hash can
+    //! take, and that outcome's fate is the concrete interpreter's.
+    use super::super::request::{self, Entity, FieldMatch, Update, UpdateType};
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeSet;
+
+    const ADDRS: [u32; 7] = [
+        0x0a00_0001,
+        0x0a00_0002,
+        0x0a00_0064,
+        0xef01_0101,
+        0xc0a8_0001,
+        0xc0a8_0101,
+        0x0a01_0001,
+    ];
+    const MASKS: [u128; 3] = [0, 0xffff_ff00, 0xffff_ffff];
+    const LENS: [u32; 5] = [0, 8, 16, 24, 32];
+    const VNIS: [u32; 3] = [100, 200, 300];
+    const RANGES: [(u128, u128); 3] = [(0, 65535), (80, 80), (0, 100)];
+
+    fn info() -> P4Info {
+        request::read_p4info("p4info", request::NETC_P4INFO).unwrap()
+    }
+    fn table(info: &P4Info, name: &str) -> u32 {
+        *info.tables.iter().find(|(_, t)| t.name == name).unwrap().0
+    }
+    fn action(info: &P4Info, name: &str, params: &[u128]) -> Action {
+        let id = *info.actions.iter().find(|(_, a)| a.name == name).unwrap().0;
+        Action {
+            id,
+            params: params
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (i as u32 + 1, *v))
+                .collect(),
+        }
+    }
+
+    /// One random entry: (table, key choices, action choice, parameters).
+    type Spec = (u8, [u8; 6], u8, [u8; 3]);
+
+    fn switch_of(specs: &[Spec], groups: &[(u8, u8)]) -> Switch {
+        let info = info();
+        let mut ups = Vec::new();
+        let mut seen = BTreeSet::new();
+        let mut line = 0u32;
+        let mut push = |ups: &mut Vec<Update>, entity: Entity| {
+            line += 1;
+            ups.push(Update {
+                kind: UpdateType::Insert,
+                entity,
+                line,
+            });
+        };
+        for (m, (profile, mvni, member)) in [
+            (1u32, (0x1100_0001u32, 1u128, 0u8)),
+            (2, (0x1100_0001, 0, 2)),
+            (3, (0x1100_0002, 2, 1)),
+        ] {
+            let a = action(
+                &info,
+                "to_member",
+                &[mvni, u128::from(ADDRS[member as usize])],
+            );
+            push(
+                &mut ups,
+                Entity::Member {
+                    profile_id: profile,
+                    member_id: m,
+                    action: a,
+                },
+            );
+        }
+        let mut group_ids = BTreeSet::new();
+        for (id, ports) in groups {
+            if !group_ids.insert(*id % 3) {
+                continue;
+            }
+            let replicas = (0..4u32)
+                .filter(|p| (ports >> p) & 1 == 1)
+                .map(|p| (p + 1, 0))
+                .collect();
+            push(
+                &mut ups,
+                Entity::McastGroup {
+                    id: u32::from(*id % 3) + 1,
+                    replicas,
+                },
+            );
+        }
+        for &(t, k, a, p) in specs {
+            let ad = |i: u8| u128::from(ADDRS[i as usize % ADDRS.len()]);
+            let port = |i: u8| u128::from(i % 4 + 1);
+            let vni = |i: u8| u128::from(VNIS[i as usize % 3]);
+            let proto = |i: u8| if i.is_multiple_of(2) { 6 } else { 17 };
+            let dport = |i: u8| if i.is_multiple_of(2) { 80 } else { 443 };
+            let pick = |yes: bool, a: Action, b: Action| if yes { a } else { b };
+            let nop = action(&info, "nop", &[]);
+            let drop_ = action(&info, "drop", &[]);
+            let (name, matches, act, prio): (&str, Vec<(u32, FieldMatch)>, EntryAction, i32) =
+                match t % 12 {
+                    0 => (
+                        "port_role",
+                        vec![(1, FieldMatch::Exact(port(k[0])))],
+                        EntryAction::Action(pick(
+                            a % 4 != 0,
+                            action(&info, "set_host_port", &[]),
+                            nop,
+                        )),
+                        0,
+                    ),
+                    1 => (
+                        "port_tenant",
+                        vec![
+                            (1, FieldMatch::Exact(port(k[0]))),
+                            (2, FieldMatch::Exact(vni(k[1]))),
+                        ],
+                        EntryAction::Action(pick(a % 4 != 0, nop, drop_)),
+                        0,
+                    ),
+                    2 => {
+                        let (lo, hi) = RANGES[k[4] as usize % 3];
+                        let mut ms = vec![
+                            (1, FieldMatch::Ternary(ad(k[0]), MASKS[k[1] as usize % 3])),
+                            (2, FieldMatch::Ternary(ad(k[2]), MASKS[k[3] as usize % 3])),
+                            (4, FieldMatch::Range(lo, hi)),
+                        ];
+                        if k[5] % 2 == 0 {
+                            ms.push((3, FieldMatch::Ternary(proto(k[5] / 2), 0xff)));
+                        }
+                        (
+                            "acl",
+                            ms,
+                            EntryAction::Action(pick(a % 2 == 0, drop_, nop)),
+                            i32::from(p[0] % 3) + 1,
+                        )
+                    }
+                    3 => (
+                        "mcast",
+                        vec![
+                            (1, FieldMatch::Exact(vni(k[0]))),
+                            (2, FieldMatch::Exact(ad(k[1]))),
+                        ],
+                        EntryAction::Action(pick(
+                            a % 4 != 0,
+                            action(&info, "set_mcast_grp", &[u128::from(p[0] % 4)]),
+                            nop,
+                        )),
+                        0,
+                    ),
+                    t @ (4 | 5) => {
+                        let (tab, act) = if t == 4 {
+                            ("vip", "lb")
+                        } else {
+                            ("vip_local", "lb_local")
+                        };
+                        let ms = vec![
+                            (1, FieldMatch::Exact(vni(k[0]) * u128::from(k[4] % 2))),
+                            (2, FieldMatch::Exact(ad(k[1]))),
+                            (3, FieldMatch::Exact(proto(k[2]))),
+                            (4, FieldMatch::Exact(dport(k[3]))),
+                        ];
+                        (
+                            tab,
+                            ms,
+                            EntryAction::Action(pick(
+                                a % 5 != 0,
+                                action(&info, act, &[u128::from(p[0] % 4)]),
+                                nop,
+                            )),
+                            0,
+                        )
+                    }
+                    t @ (6 | 7) => {
+                        let tab = if t == 6 { "ecmp" } else { "ecmp_local" };
+                        let ms = vec![
+                            (1, FieldMatch::Exact(ad(k[1]))),
+                            (2, FieldMatch::Exact(proto(k[2]))),
+                            (3, FieldMatch::Exact(dport(k[3]))),
+                            (4, FieldMatch::Exact(u128::from(k[0] % 4))),
+                        ];
+                        let member = if t == 6 { u32::from(a % 2) + 1 } else { 3 };
+                        (tab, ms, EntryAction::Member(member), 0)
+                    }
+                    8 => (
+                        "tunnel",
+                        vec![
+                            (1, FieldMatch::Exact(u128::from(k[0] % 3))),
+                            (2, FieldMatch::Exact(ad(k[1]))),
+                        ],
+                        EntryAction::Action(pick(
+                            a % 4 != 0,
+                            action(
+                                &info,
+                                "encap",
+                                &[ad(p[0]), 0x0200_0000_0001 + u128::from(p[1])],
+                            ),
+                            drop_,
+                        )),
+                        0,
+                    ),
+                    9 => {
+                        let len = LENS[k[1] as usize % 5];
+                        (
+                            "route",
+                            vec![(1, FieldMatch::Lpm(ad(k[0]), len))],
+                            EntryAction::Action(pick(
+                                a % 4 != 0,
+                                action(
+                                    &info,
+                                    "route_ecmp",
+                                    &[ad(k[0]), u128::from(len), u128::from(p[0] % 4)],
+                                ),
+                                nop,
+                            )),
+                            0,
+                        )
+                    }
+                    10 => (
+                        "route_member",
+                        vec![
+                            (1, FieldMatch::Exact(ad(k[0]))),
+                            (2, FieldMatch::Exact(u128::from(LENS[k[1] as usize % 5]))),
+                            (3, FieldMatch::Exact(u128::from(k[2] % 4))),
+                        ],
+                        EntryAction::Action(pick(
+                            a % 4 != 0,
+                            action(&info, "set_nexthop", &[ad(p[0])]),
+                            drop_,
+                        )),
+                        0,
+                    ),
+                    _ => (
+                        "underlay",
+                        vec![(1, FieldMatch::Lpm(ad(k[0]), LENS[k[1] as usize % 5]))],
+                        EntryAction::Action(pick(
+                            a % 4 != 0,
+                            action(&info, "forward", &[u128::from(p[0] % 8)]),
+                            drop_,
+                        )),
+                        0,
+                    ),
+                };
+            let table_id = table(&info, name);
+            if !seen.insert(format!("{table_id} {prio} {matches:?}")) {
+                continue;
+            }
+            push(
+                &mut ups,
+                Entity::Table(request::TableEntry {
+                    table_id,
+                    matches,
+                    action: Some(act),
+                    priority: prio,
+                    is_default: false,
+                }),
+            );
+        }
+        Switch::apply("s", "s.txtpb", &ups).unwrap()
+    }
+
+    fn packet() -> impl Strategy<Value = PacketIn> {
+        (
+            0u32..6,
+            prop::option::of(0usize..4),
+            0usize..8,
+            any::<bool>(),
+            0usize..8,
+            0usize..8,
+            any::<u16>(),
+            prop::sample::select(vec![0u16, 79, 80, 100, 443, 9999]),
+        )
+            .prop_map(|(port, vni, od, tcp, s, d, sport, dport)| {
+                let ad = |i: usize| ADDRS.get(i).copied().unwrap_or(0x0808_0808);
+                PacketIn {
+                    ingress_port: port,
+                    vxlan_vni: vni.map(|i| [0, 100, 200, 300][i]),
+                    outer_dst: ad(od),
+                    proto: if tcp { 6 } else { 17 },
+                    src: ad(s),
+                    // a plain IP packet has one destination
+                    dst: if vni.is_some() { ad(d) } else { ad(od) },
+                    sport,
+                    dport,
+                }
+            })
+    }
+
+    fn spec() -> impl Strategy<Value = Spec> {
+        (0u8..12, any::<[u8; 6]>(), any::<u8>(), any::<[u8; 3]>())
+    }
+
+    fn same(sym: &Fate, p: &PacketIn, concrete: &Fate) -> bool {
+        match (sym, concrete) {
+            (Fate::Multicast { group, ports }, Fate::Multicast { group: g, ports: q }) => {
+                let pruned: Vec<u32> = ports
+                    .iter()
+                    .copied()
+                    .filter(|x| *x != p.ingress_port)
+                    .collect();
+                group == g && &pruned == q
+            }
+            (a, b) => a == b,
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+        #[test]
+        fn symbolic_fate_is_the_concrete_fate(
+            specs in prop::collection::vec(spec(), 0..40),
+            groups in prop::collection::vec((any::<u8>(), any::<u8>()), 0..3),
+            packets in prop::collection::vec(packet(), 1..30),
+        ) {
+            let info = info();
+            let sw = switch_of(&specs, &groups);
+            let model = Model::build(&sw, &info);
+            for p in &packets {
+                let concrete = sw.ingress(&info, p);
+                let v = model.space.valuation(p);
+                let h5 = u128::from(concrete.h5);
+                let taken: Vec<&SymOutcome> = model.outcomes.iter()
+                    .filter(|o| o.set.eval_in(&v) && o.slot.is_none_or(|s| h5 % s.n == s.idx))
+                    .collect();
+                prop_assert_eq!(taken.len(), 1, "packet {:?}", p);
+                prop_assert!(same(&taken[0].fate, p, &concrete.fate), "packet {:?}: symbolic {:?}, concrete {:?}", p, taken[0].fate, concrete.fate);
+            }
+        }
+    }
+
+    #[test]
+    fn the_outcomes_partition_every_packet_and_witnesses_take_their_slot() {
+        let specs: Vec<Spec> = (0..48u8)
+            .map(|i| (i % 12, [i, i / 2, i / 3, i / 5, i / 7, i], i, [i, 1, 2]))
+            .collect();
+        let info = info();
+        let sw = switch_of(&specs, &[(0, 0b0111), (1, 0b1010)]);
+        let m = Model::build(&sw, &info);
+        let mut sets_by_slot: std::collections::BTreeMap<Option<(u128, u128)>, Bdd> =
+            Default::default();
+        for o in &m.outcomes {
+            let p = m.witness(o).unwrap();
+            let c = sw.ingress(&info, &p);
+            assert!(
+                same(&o.fate, &p, &c.fate),
+                "{p:?}: {:?} vs {:?}",
+                o.fate,
+                c.fate
+            );
+            let k = o.slot.map(|s| (s.n, s.idx));
+            let e = sets_by_slot.entry(k).or_insert_with(|| m.space.none());
+            assert!(e.and(&o.set).is_false(), "outcomes with one slot overlap");
+            *e = e.or(&o.set);
+        }
+        assert!(m.outcomes.len() > 5);
+    }
+}
