@@ -236,3 +236,43 @@ def test_the_cli_ensures_the_pipeline_and_diffs(switch, tmp_path):
     svc.store.pop(next(iter(svc.store)))
     r = cli("diff")
     assert r.returncode == 0 and "1 updates differ" in r.stderr and len(r.stdout.splitlines()) == 1
+
+
+def test_diff_with_check_pipeline_counts_a_missing_one_and_refuses_a_foreign_one(switch, ix):
+    from p4client.client import ForeignPipeline
+    addr, svc = switch
+    req = golden("athena", "tor1")
+    with P4RuntimeClient(addr, 7, ix, "tor1") as c:
+        d = c.diff(req, check_pipeline=True)
+        assert d[0].startswith("SET forwarding pipeline") and len(d) == len(req.updates) + 1
+        assert svc.pipelines_set == 0 and svc.writes == 0, "a dry run sets and writes nothing"
+        c.ensure_pipeline(ix.info)
+        c.apply(req)
+        assert c.diff(req, check_pipeline=True) == []
+        c.set_pipeline(foreign_p4info(ix))
+        with pytest.raises(ForeignPipeline, match="runs another P4 program"):
+            c.diff(req, check_pipeline=True)
+
+
+def test_the_device_config_file_is_read_only_when_the_pipeline_is_set(switch, tmp_path):
+    import subprocess
+    addr, svc = switch
+    f = GOLDEN / "athena" / "spine2.txtpb"
+    program = tmp_path / "netc.bin"
+    program.write_bytes(bytes(range(256)))
+    env = {"PYTHONPATH": str(REPO / "targets"), "PATH": "/usr/bin:/bin"}
+
+    def apply(config):
+        return subprocess.run([sys.executable, "-m", "p4client", "apply", "--ensure-pipeline", "--device-config",
+                               str(config), "--address", addr, "--device-id", "7", "--switch", "spine2",
+                               "--file", str(f)], capture_output=True, text=True, env=env, timeout=60)
+
+    r = apply(tmp_path / "missing.bin")  # the switch has no pipeline: the program is needed
+    assert r.returncode == 2 and "switch `spine2`" in r.stderr and "missing.bin" in r.stderr, r.stderr
+    assert svc.config is None and svc.store == {}
+    r = apply(program)
+    assert r.returncode == 0, r.stderr
+    assert svc.config.p4_device_config == bytes(range(256)) and svc.pipelines_set == 1
+    r = apply(tmp_path / "missing.bin")  # kept: never opened
+    assert r.returncode == 0 and "0 updates applied" in r.stderr, r.stderr
+    assert svc.pipelines_set == 1

@@ -2,14 +2,16 @@
 
     PYTHONPATH=targets python -m p4client apply --address HOST:9559 --device-id 1 \\
         --switch tor1 --file out/p4/tor1.txtpb [--ensure-pipeline] [--device-config netc.json]
-    PYTHONPATH=targets python -m p4client diff --address HOST:9559 --file out/p4/tor1.txtpb
+    PYTHONPATH=targets python -m p4client diff --address HOST:9559 --file out/p4/tor1.txtpb [--check-pipeline]
 
 `apply` reconciles the switch to exactly the file's state (read, diff,
 write), all or nothing; with `--ensure-pipeline` it first sets netc.p4's
 pipeline when the switch has none (and refuses a switch running another
 P4Info, writing nothing); `--set-pipeline` sets it unconditionally. `diff`
 is the dry run: it prints the updates `apply` would send (`N updates
-differ`, then one per line) and writes nothing. Exit 0 on success, 1 if the
+differ`, then one per line) and writes nothing; with `--check-pipeline` a
+missing pipeline is one more line and another program's is an error (as
+`apply --ensure-pipeline` would find). Exit 0 on success, 1 if the
 switch rejected an update (rolled back) or runs another program, 2 on
 usage/connection errors.
 """
@@ -42,6 +44,8 @@ def main(argv=None) -> int:
     a.add_argument("--set-pipeline", action="store_true")
     a.add_argument("--ensure-pipeline", action="store_true")
     a.add_argument("--device-config", type=Path)
+    d.add_argument("--check-pipeline", action="store_true",
+                   help="count a missing pipeline; refuse a switch running another P4Info")
     args = ap.parse_args(argv)
     try:
         ix = load(args.p4info)
@@ -53,14 +57,17 @@ def main(argv=None) -> int:
     try:
         with P4RuntimeClient(args.address, args.device_id, ix, name, (0, args.election_id)) as c:
             if args.cmd == "diff":
-                changes = c.diff(desired)
+                changes = c.diff(desired, check_pipeline=args.check_pipeline)
                 print(f"switch `{name}`: {len(changes)} updates differ", file=sys.stderr)
                 for line in changes:
                     print(line)
                 return 0
-            cfg = args.device_config.read_bytes() if args.device_config else b""
+            # read only when sent: a moved program file matters only then
+            def cfg() -> bytes:
+                return args.device_config.read_bytes() if args.device_config else b""
+
             if args.set_pipeline:
-                c.set_pipeline(ix.info, cfg)
+                c.set_pipeline(ix.info, cfg())
             elif args.ensure_pipeline and c.ensure_pipeline(ix.info, cfg) == "set":
                 print(f"switch `{name}`: forwarding pipeline set (netc.p4)", file=sys.stderr)
             n = c.apply(desired)

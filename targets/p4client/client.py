@@ -11,13 +11,14 @@ Uses grpcio and the official `p4.v1.p4runtime_pb2[_grpc]` classes.
   (GetForwardingPipelineConfig, None when it has none);
   `ensure_pipeline(p4info, device_config)` sets it when absent, keeps it
   when equal, and raises `ForeignPipeline` (nothing written) when the
-  switch runs another program.
+  switch runs another program (`pipeline_state` is that check alone).
 - `write(updates)` sends updates in their phases (members/groups, entries,
   removals; a server may reorder updates inside one batch), at most
   `batch_size` per WriteRequest; a failed batch raises `WriteFailed` listing
   every failed update with its table/entry and P4Runtime error.
-- `diff(desired)` is the dry run of `apply`: the updates it would send,
-  described, nothing written (drift for `netc status`).
+- `diff(desired, check_pipeline)` is the dry run of `apply
+  --ensure-pipeline`: the updates it would send (and the pipeline it would
+  set), described, nothing written (drift for `netc status`).
 - `read_all()` reads every table entry, member and multicast group.
 - `apply(desired)` reconciles: reads what the switch holds, computes the
   difference to the desired full state (a netc `p4/<switch>.txtpb`), checks
@@ -183,17 +184,26 @@ class P4RuntimeClient:
             return None
         return resp.config.p4info
 
-    def ensure_pipeline(self, p4info, device_config: bytes = b"") -> str:
+    def ensure_pipeline(self, p4info, device_config=b"") -> str:
         """Sets the pipeline when the switch has none; returns "set" or "kept".
 
         A switch running another P4Info is refused (ForeignPipeline): netc
         does not replace a program it did not install, because that would
-        wipe every entry of it; nothing is written.
+        wipe every entry of it; nothing is written. `device_config` is the
+        bytes, or a callable giving them, called only when the pipeline is
+        set (a missing program file matters only then).
         """
+        if self.pipeline_state(p4info) == "kept":
+            return "kept"
+        self.set_pipeline(p4info, device_config() if callable(device_config) else device_config)
+        return "set"
+
+    def pipeline_state(self, p4info) -> str:
+        """"absent" (the switch has no pipeline) or "kept" (it runs `p4info`);
+        raises ForeignPipeline when it runs another P4Info. Writes nothing."""
         have = self.get_pipeline()
         if have is None:
-            self.set_pipeline(p4info, device_config)
-            return "set"
+            return "absent"
         if have.SerializeToString(deterministic=True) == p4info.SerializeToString(deterministic=True):
             return "kept"
         mine = {t.preamble.name for t in p4info.tables}
@@ -303,10 +313,18 @@ class P4RuntimeClient:
         fwd.sort(key=phase)
         return fwd, current
 
-    def diff(self, desired: p4runtime_pb2.WriteRequest) -> list[str]:
-        """What `apply` would change, one described update each; writes nothing."""
+    def diff(self, desired: p4runtime_pb2.WriteRequest, check_pipeline: bool = False) -> list[str]:
+        """What `apply` would change, one described update each; writes nothing.
+
+        With `check_pipeline`, a switch without a pipeline adds a first line
+        (`apply --ensure-pipeline` would set it) and one running another
+        P4Info raises ForeignPipeline: its entries are not netc's to compare.
+        """
+        head = []
+        if check_pipeline and self.pipeline_state(self.ix.info) == "absent":
+            head.append("SET forwarding pipeline netc.p4 (the switch has none)")
         fwd, _ = self.plan(desired)
-        return [describe(u, self.ix) for u in fwd]
+        return head + [describe(u, self.ix) for u in fwd]
 
     def apply(self, desired: p4runtime_pb2.WriteRequest) -> int:
         """Makes the switch hold exactly `desired`; all or nothing. Returns the number of updates sent.

@@ -39,6 +39,7 @@ class StandIn(p4runtime_pb2_grpc.P4RuntimeServicer):
         self.store: dict = {}  # entity key -> Entity
         self.reject = None  # callable(update) -> (code, message) | None
         self.writes = 0  # Write RPCs seen
+        self.pipelines_set = 0  # SetForwardingPipelineConfig RPCs accepted
 
     # ------------------------------------------------------------ arbitration
     def StreamChannel(self, request_iterator, context):
@@ -78,6 +79,7 @@ class StandIn(p4runtime_pb2_grpc.P4RuntimeServicer):
             self.config = p4runtime_pb2.ForwardingPipelineConfig()
             self.config.CopyFrom(request.config)
             self.store = {}
+            self.pipelines_set += 1
         return p4runtime_pb2.SetForwardingPipelineConfigResponse()
 
     def GetForwardingPipelineConfig(self, request, context):

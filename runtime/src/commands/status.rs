@@ -3,7 +3,8 @@
 //! Prints the last generation (when, who, files, verdict, forced), an
 //! interrupted apply if its journal is there, and per device whether it
 //! drifted: a reconcile dry run (OVS: dump and diff by cookie; agent: compare
-//! the files; P4: not checked, the client has no dry run). Devices:
+//! the files; P4: `p4client diff` — Read and compare, a missing pipeline
+//! counts, a foreign one is an error). Devices:
 //! `--inventory FILE`, else the routes the generation recorded.
 //! Exit 0 every device in sync, 1 drift, an unreachable device or an
 //! interrupted apply, 2 usage/input/state errors.

@@ -16,6 +16,8 @@
 //! address = "10.0.0.1:9559"
 //! device_id = 1                    # default 1
 //! election_id = 1                  # default 1
+//! device_config = "netc.bin"       # optional: the compiled netc.p4 for this target
+//!                                  # (p4c output; none can be built here, see p4/README.md)
 //!
 //! [agent]                          # host = the directory `netc agent --artifacts` watches
 //! h2 = "/var/lib/netc/h2"          # relative paths are relative to this file
@@ -41,6 +43,9 @@ pub enum Route {
         address: String,
         device_id: u64,
         election_id: u64,
+        /// The target's compiled program, sent with the P4Info when `netc
+        /// apply` sets the pipeline (none: an empty device config).
+        device_config: Option<PathBuf>,
     },
     /// A host agent's artifact directory.
     Agent { dir: PathBuf },
@@ -143,6 +148,7 @@ struct FileP4 {
     device_id: u64,
     #[serde(default = "one")]
     election_id: u64,
+    device_config: Option<Spanned<String>>,
 }
 
 fn one() -> u64 {
@@ -164,7 +170,8 @@ struct File {
 const HINT: &str = "an inventory has [ovs] host = \"<ovs-ofctl switch>\", [p4.<switch>] address/device_id, [agent] host = \"<dir>\", and optional [defaults]; see `netc apply --help`";
 
 impl Inventory {
-    /// Reads and checks an inventory file.
+    /// Reads and checks an inventory file (also that every `device_config`
+    /// it names can be read: a missing program is found before any push).
     pub fn load(path: &Path) -> Result<Inventory, InventoryError> {
         let text = std::fs::read_to_string(path).map_err(|e| InventoryError {
             at: path.display().to_string(),
@@ -172,11 +179,22 @@ impl Inventory {
             hint: None,
         })?;
         let base = path.parent().unwrap_or(Path::new("."));
-        Inventory::parse(&text, &path.display().to_string(), base)
+        Inventory::parse_checked(&text, &path.display().to_string(), base, true)
     }
 
-    /// Parses inventory text; `name` locates errors, `base` anchors relative paths.
+    /// Parses inventory text; `name` locates errors, `base` anchors relative
+    /// paths. Files it names are not opened (a recorded inventory stays
+    /// readable when a `device_config` was moved; the push then says so).
     pub fn parse(text: &str, name: &str, base: &Path) -> Result<Inventory, InventoryError> {
+        Inventory::parse_checked(text, name, base, false)
+    }
+
+    fn parse_checked(
+        text: &str,
+        name: &str,
+        base: &Path,
+        check_files: bool,
+    ) -> Result<Inventory, InventoryError> {
         let at = |span: Option<std::ops::Range<usize>>| match span {
             Some(s) => {
                 let (line, col) = line_col(text, s.start);
@@ -241,12 +259,32 @@ impl Inventory {
                     hint: Some("P4Runtime addresses are HOST:PORT, e.g. 127.0.0.1:9559".into()),
                 });
             }
+            let device_config = match p4.device_config {
+                None => None,
+                Some(c) => {
+                    let path = base.join(c.get_ref());
+                    if check_files {
+                        if let Err(e) = std::fs::metadata(&path) {
+                            return Err(InventoryError {
+                                at: at(Some(c.span())),
+                                message: format!(
+                                    "switch `{device}`: device_config `{}`: {e}",
+                                    path.display()
+                                ),
+                                hint: Some("give the target's compiled netc.p4 (relative paths are relative to the inventory), or leave device_config out to send an empty one".into()),
+                            });
+                        }
+                    }
+                    Some(path)
+                }
+            };
             inv.targets.push(Target {
                 device,
                 route: Route::P4 {
                     address: p4.address,
                     device_id: p4.device_id,
                     election_id: p4.election_id,
+                    device_config,
                 },
             });
         }
@@ -307,11 +345,17 @@ impl Inventory {
                     address,
                     device_id,
                     election_id,
-                } => out.push_str(&format!(
-                    "[p4.{}]\naddress = {}\ndevice_id = {device_id}\nelection_id = {election_id}\n",
-                    q(&t.device),
-                    q(address)
-                )),
+                    device_config,
+                } => {
+                    out.push_str(&format!(
+                        "[p4.{}]\naddress = {}\ndevice_id = {device_id}\nelection_id = {election_id}\n",
+                        q(&t.device),
+                        q(address)
+                    ));
+                    if let Some(c) = device_config {
+                        out.push_str(&format!("device_config = {}\n", q(&absolute(c))));
+                    }
+                }
             }
         }
         if !ovs.is_empty() {
@@ -375,7 +419,8 @@ mod tests {
             Route::P4 {
                 address: "127.0.0.1:9559".into(),
                 device_id: 3,
-                election_id: 1
+                election_id: 1,
+                device_config: None,
             }
         );
         assert_eq!(inv.defaults.timeout_secs, 5);
@@ -398,5 +443,37 @@ mod tests {
         assert!(e.message.contains("no port"));
         let e = bad("[ovs\n");
         assert!(e.at.starts_with("inv.toml:1:"), "{e}");
+    }
+
+    #[test]
+    fn device_config_is_anchored_recorded_absolute_and_checked_on_load() {
+        let dir = std::env::temp_dir().join(format!("netc-inv-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("netc.bin"), b"program").unwrap();
+        let text = "[p4.tor1]\naddress = \"127.0.0.1:9559\"\ndevice_config = \"netc.bin\"\n";
+        std::fs::write(dir.join("inv.toml"), text).unwrap();
+        let inv = Inventory::load(&dir.join("inv.toml")).unwrap();
+        let Route::P4 { device_config, .. } = &inv.targets[0].route else {
+            panic!("not a P4 route: {:?}", inv.targets[0].route);
+        };
+        assert_eq!(
+            device_config.as_deref(),
+            Some(dir.join("netc.bin").as_path())
+        );
+        // what a generation records reads back the same, from anywhere
+        let again = Inventory::parse(&inv.to_toml(), "recorded", Path::new("/")).unwrap();
+        assert_eq!(again, inv);
+
+        std::fs::remove_file(dir.join("netc.bin")).unwrap();
+        let e = Inventory::load(&dir.join("inv.toml")).unwrap_err();
+        assert!(e.at.ends_with("inv.toml:3:17"), "{e}");
+        assert!(
+            e.message.contains("tor1") && e.message.contains("netc.bin"),
+            "{e}"
+        );
+        assert!(e.hint.is_some());
+        // a recorded inventory is not checked: the push reports a missing program
+        assert!(Inventory::parse(&inv.to_toml(), "recorded", Path::new("/")).is_ok());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

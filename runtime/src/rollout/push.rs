@@ -3,8 +3,12 @@
 //! Expects: the device's artifacts of one generation (possibly none: the
 //! device is then emptied of netc's state). Guarantees, per route:
 //! - OVS: [`OvsClient::reconcile`] — dump, diff by cookie, ONE atomic bundle;
-//! - P4: `python3 -m p4client apply` (`targets/p4client`), which reconciles
-//!   the switch by Read and writes all or nothing;
+//! - P4: `python3 -m p4client apply --ensure-pipeline` (`targets/p4client`):
+//!   sets netc.p4's forwarding pipeline (P4Info + the inventory's
+//!   `device_config`) when the switch has none, refuses one running another
+//!   P4Info (nothing written), then reconciles the switch by Read and writes
+//!   all or nothing; [`drift`] runs the client's `diff --check-pipeline`
+//!   (Read, no Write; a missing pipeline is one more difference);
 //! - agent: each of the host's files (`ovs/<host>.flows`, `ovs/<host>.groups`,
 //!   `host/<host>.json`) is written to a temporary name and renamed into the
 //!   agent's directory (a reader never sees half a file); a file the
@@ -85,17 +89,13 @@ pub fn push(t: &Target, outputs: &[&DeviceOutput], d: &Defaults) -> Result<Pushe
                     + r.groups_deleted,
             })
         }
-        Route::P4 {
-            address,
-            device_id,
-            election_id,
-        } => push_p4(t, outputs, d, address, *device_id, *election_id),
+        Route::P4 { .. } => push_p4(t, outputs, d),
         Route::Agent { dir } => push_agent(t, outputs, dir),
     }
 }
 
 /// How many entries `t` differs from `outputs` by, without changing it;
-/// `None` where the route has no dry run (P4: the client only applies).
+/// `None` where the route has no dry run.
 pub fn drift(
     t: &Target,
     outputs: &[&DeviceOutput],
@@ -109,7 +109,10 @@ pub fn drift(
                 .map_err(|e| error(t, first_line(&e.to_string())))?;
             Ok(Some(Delta::between(&state, &seen).len()))
         }
-        Route::P4 { .. } => Ok(None),
+        Route::P4 { .. } => {
+            let stderr = run_p4client(t, outputs, d, "diff")?;
+            Ok(Some(count_before(&stderr, "updates differ")))
+        }
         Route::Agent { dir } => {
             let mut n = 0;
             for path in agent_paths(&t.device) {
@@ -163,29 +166,66 @@ fn push_agent(t: &Target, outputs: &[&DeviceOutput], dir: &Path) -> Result<Pushe
     Ok(Pushed { changes })
 }
 
-fn push_p4(
+fn push_p4(t: &Target, outputs: &[&DeviceOutput], d: &Defaults) -> Result<Pushed, PushError> {
+    let stderr = run_p4client(t, outputs, d, "apply")?;
+    Ok(Pushed {
+        changes: count_before(&stderr, "updates applied"),
+    })
+}
+
+/// The number the client printed before `what` (`N updates applied`).
+fn count_before(stderr: &str, what: &str) -> usize {
+    stderr
+        .split(what)
+        .next()
+        .and_then(|s| s.split_whitespace().last())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Runs `python3 -m p4client <cmd>` (`apply` or `diff`) for `t` on its
+/// stored `.txtpb`; Ok(stderr) on exit 0.
+fn run_p4client(
     t: &Target,
     outputs: &[&DeviceOutput],
     d: &Defaults,
-    address: &str,
-    device_id: u64,
-    election_id: u64,
-) -> Result<Pushed, PushError> {
+    cmd_name: &str,
+) -> Result<String, PushError> {
+    let Route::P4 {
+        address,
+        device_id,
+        election_id,
+        device_config,
+    } = &t.route
+    else {
+        return Err(error(t, "internal: not a P4Runtime route"));
+    };
     let path = format!("p4/{}.txtpb", t.device);
     let text = text_of(outputs, &path).unwrap_or("");
     let file = std::env::temp_dir().join(format!(
-        "netc-p4-{}-{}.txtpb",
+        "netc-p4-{}-{}-{cmd_name}.txtpb",
         sanitize(&t.device),
         std::process::id()
     ));
     std::fs::write(&file, text).map_err(|e| error(t, format!("{}: {e}", file.display())))?;
     let mut cmd = Command::new(&d.python);
-    cmd.args(["-m", "p4client", "apply", "--address", address])
+    cmd.args(["-m", "p4client", cmd_name, "--address", address])
         .args(["--device-id", &device_id.to_string()])
         .args(["--election-id", &election_id.to_string()])
         .args(["--switch", &t.device, "--file"])
         .arg(&file)
         .env("PYTHONPATH", &d.p4client);
+    if cmd_name == "apply" {
+        // the pipeline first: entries written to a switch without netc.p4 mean nothing
+        cmd.arg("--ensure-pipeline");
+        if let Some(c) = device_config {
+            cmd.arg("--device-config").arg(c);
+        }
+    } else {
+        // drift as apply would find it: a missing pipeline counts, another
+        // program's entries are not compared (an error naming it)
+        cmd.arg("--check-pipeline");
+    }
     let result = match run_within(&mut cmd, Duration::from_secs(d.timeout_secs)) {
         Ok(f) => client_outcome(f),
         Err(RunError::Spawn(e)) => Err(format!(
@@ -199,14 +239,7 @@ fn push_p4(
         )),
     };
     let _ = std::fs::remove_file(&file);
-    let stderr = result.map_err(|e| error(t, e))?;
-    let changes = stderr
-        .split("updates applied")
-        .next()
-        .and_then(|s| s.split_whitespace().last())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0);
-    Ok(Pushed { changes })
+    result.map_err(|e| error(t, e))
 }
 
 /// The p4 client's outcome: Ok(stderr) on exit 0, else its error lines.
