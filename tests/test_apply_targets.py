@@ -14,6 +14,7 @@ device_config bytes).
 from __future__ import annotations
 
 import json
+import socket
 import sys
 from pathlib import Path
 
@@ -329,3 +330,51 @@ def test_a_switch_running_another_program_aborts_and_every_device_goes_back(fabr
     assert svc2.store == {} and svc2.writes == writes2
     assert committed(state)[0] == g1
     assert_store_consistent(state)
+
+
+def test_a_switch_that_is_down_aborts_cleanly_and_the_next_apply_converges(fabric, bare_switches, tmp_path):
+    state = tmp_path / "state"
+    inv = full_inventory(tmp_path / "inv.toml", fabric, bare_switches, {})
+    base = compiled(QUICKSTART, tmp_path / "c0")
+    r = netc("apply", "--state", state, "--inventory", inv, QUICKSTART)
+    assert r.returncode == 0, r.stderr
+    g1 = assert_bridges_hold(fabric, state)
+
+    # tor2's P4Runtime server goes away (a free port: nothing listens there now)
+    down = dict(bare_switches)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        free = sock.getsockname()[1]
+    down["tor2"] = (f"127.0.0.1:{free}", None)
+    bad = full_inventory(tmp_path / "down.toml", fabric, down, {})
+    changed = moved_web2(tmp_path)
+    new = compiled(changed, tmp_path / "c1")
+    r = netc("apply", "--json", "--state", state, "--inventory", bad, changed)
+    assert r.returncode == 1, r.stdout + r.stderr
+    out = json.loads(r.stdout)
+    assert out["error"]["device"] == "tor2" and f"127.0.0.1:{free}" in out["error"]["address"]
+    assert "UNAVAILABLE" in out["error"]["reason"], out["error"]
+    assert out["committed"] is False and {"h1", "h3", "tor1"} <= set(out["restored"])
+    assert assert_bridges_hold(fabric, state) == g1
+    for sw in ("agg1", "agg2", "tor1", "tor2"):
+        assert installed(bare_switches[sw][1]) == wanted(base[sw][f"p4/{sw}.txtpb"]), sw
+    assert committed(state)[0] == g1
+    assert_store_consistent(state)
+
+    r = netc("apply", "--json", "--state", state, "--inventory", inv, changed)
+    assert r.returncode == 0, r.stderr
+    for sw, (_, svc) in bare_switches.items():
+        assert installed(svc) == wanted(new[sw][f"p4/{sw}.txtpb"]), sw
+    assert assert_bridges_hold(fabric, state) == g1 + 1
+
+
+def test_a_missing_device_config_is_located_before_anything_is_pushed(fabric, bare_switches, tmp_path):
+    state = tmp_path / "state"
+    inv = full_inventory(tmp_path / "inv.toml", fabric, bare_switches, {"tor1": "build/netc.json"})
+    r = netc("apply", "--state", state, "--inventory", inv, QUICKSTART)
+    assert r.returncode == 2, r.stdout + r.stderr
+    line = next(i for i, ln in enumerate(inv.read_text().splitlines(), 1) if ln.startswith("device_config"))
+    assert f"inv.toml:{line}:17" in r.stderr and "switch `tor1`" in r.stderr and "netc.json" in r.stderr, r.stderr
+    assert "hint" in r.stderr and "Traceback" not in r.stderr and "panicked" not in r.stderr
+    assert all(svc.config is None and svc.writes == 0 for _, svc in bare_switches.values())
+    assert not (state / "state.db").exists() or committed(state)[0] is None
