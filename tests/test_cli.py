@@ -3,7 +3,8 @@
 Souffle-compatible batch mode (`-F`/`-D`, tab-separated facts, sorted CSV,
 `-D -`), JSON-lines input, update scripts, exit codes (0 ok, 1 program
 errors, 2 usage/input errors), and errors that name file:line:col with a
-hint — never a panic or a stack trace.
+hint — never a panic or a stack trace. (Every command's `--help` epilogue,
+`--json` and terminal behaviour: test_cli_json.py.)
 """
 
 from __future__ import annotations
@@ -154,15 +155,6 @@ def test_usage_errors_exit_2(netc_bin, tmp_path):
     assert_clean_error(netc(netc_bin, "frobnicate"), 2)
     r = netc(netc_bin, "run", "-D", "-", str(tmp_path / "missing.dl"))
     assert r.returncode in (1, 2) and "cannot read" in r.stderr and "panicked" not in r.stderr
-
-
-def test_every_subcommand_has_help(netc_bin):
-    top = netc(netc_bin, "--help")
-    assert top.returncode == 0 and "Exit codes" in top.stdout
-    for sub in ["check", "run", "export"]:
-        r = netc(netc_bin, sub, "--help")
-        assert r.returncode == 0, sub
-        assert "Exit codes" in r.stdout, sub
 
 
 def test_workers_do_not_change_results(netc_bin, tmp_path):

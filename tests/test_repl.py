@@ -1,4 +1,4 @@
-"""`netc repl`: driven through stdin (scripts), and once through a pty.
+"""`netc repl`: driven through stdin (scripts), and through a real pty.
 
 What is asserted:
   * `?-` queries with variables, constants and `_` print the matching rows;
@@ -9,8 +9,9 @@ What is asserted:
     unchanged;
   * `:explain` of a derived flow reaches intent facts whose `file:line`
     really holds that fact;
-  * on a terminal, Tab completes a relation name and the history file keeps
-    the lines (a second session recalls them with the Up arrow).
+  * on a terminal (a real pty), Tab completes a relation name, the cursor
+    keys and Ctrl-U edit the line, and the history file keeps the lines (a
+    second session recalls them with the Up arrow).
 """
 
 from __future__ import annotations
@@ -23,8 +24,6 @@ import shutil
 import subprocess
 import time
 from pathlib import Path
-
-import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 QUICKSTART = REPO / "examples" / "quickstart" / "intent.ndl"
@@ -107,71 +106,113 @@ def test_explain_cites_intent_lines_that_hold_the_facts(netc_bin):
     assert "not derivable" in r.stdout
 
 
-def _read_until(fd: int, pattern: str, timeout: float = 60) -> str:
-    buf = b""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        r, _, _ = select.select([fd], [], [], 0.2)
-        if r:
+class Terminal:
+    """A `netc repl` on a real pty: bounded reads on the master fd, each
+    keystroke sent only once the prompt is drawn (rustyline is in raw mode
+    only while it reads a line: a key typed earlier is cooked by the tty —
+    Ctrl-D there is an end-of-file the REPL never sees), a cursor-position
+    query answered, and the child stopped by pid."""
+
+    PROMPT = "netc> "
+
+    def __init__(self, netc: str, state: Path):
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:  # the child: only exec
+            os.environ["TERM"] = "xterm"
+            os.environ.pop("NO_COLOR", None)
+            os.execv(netc, [netc, "repl", str(QUICKSTART), "--state", str(state)])
+        self.seen = ""
+
+    def read_until(self, pattern: str, timeout: float = 120) -> str:
+        """Reads until `pattern` matches what arrived since the last call;
+        returns that text (raises with it after `timeout` seconds)."""
+        buf = b""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([self.fd], [], [], 0.2)
+            if not ready:
+                continue
             try:
-                chunk = os.read(fd, 65536)
-            except OSError:
+                chunk = os.read(self.fd, 65536)
+            except OSError:  # EIO: the child closed the terminal
                 break
             if not chunk:
                 break
+            if b"\x1b[6n" in chunk:  # where is the cursor? (top left will do)
+                os.write(self.fd, b"\x1b[1;1R")
             buf += chunk
-            if re.search(pattern, buf.decode(errors="replace")):
-                return buf.decode(errors="replace")
-    raise AssertionError(f"no {pattern!r} in {buf.decode(errors='replace')!r}")
+            text = buf.decode(errors="replace")
+            if re.search(pattern, text):
+                self.seen += text
+                return text
+        raise AssertionError(f"no {pattern!r} within {timeout}s in {buf.decode(errors='replace')!r}")
+
+    def line(self, keys: bytes, answer: str) -> str:
+        """Types `keys` (ending in Enter) and waits for `answer`, then for
+        the next prompt."""
+        os.write(self.fd, keys)
+        return self.read_until(f"(?s){answer}.*{re.escape(self.PROMPT)}")
+
+    def wait(self, timeout: float = 60) -> int:
+        """The child's exit status, polled until `timeout`."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            # drain, so a child writing its last bytes never blocks on a full pty
+            if select.select([self.fd], [], [], 0.1)[0]:
+                try:
+                    os.read(self.fd, 65536)
+                except OSError:
+                    pass
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.pid = 0
+                return os.waitstatus_to_exitcode(status)
+        raise AssertionError(f"netc repl did not exit within {timeout}s; it showed {self.seen[-400:]!r}")
+
+    def close(self) -> None:
+        if self.pid:
+            try:
+                os.kill(self.pid, 9)
+                os.waitpid(self.pid, 0)
+            except (ProcessLookupError, ChildProcessError):
+                pass
+        os.close(self.fd)
 
 
-def _session(netc: str, state: Path):
-    pid, fd = pty.fork()
-    if pid == 0:
-        os.environ["TERM"] = "xterm"
-        os.execv(netc, [netc, "repl", str(QUICKSTART), "--state", str(state)])
-    return pid, fd
+LEFT = b"\x1b[D"
+UP = b"\x1b[A"
 
 
-@pytest.mark.skipif(
-    os.environ.get("NETC_TEST_PTY") != "1",
-    reason="opt-in (NETC_TEST_PTY=1): on the loaded CI machine this pty session timed out; not yet diagnosed",
-)
-def test_terminal_completion_and_history(netc_bin, tmp_path):
+def test_terminal_completion_editing_and_history(netc_bin, tmp_path):
     state = tmp_path / "state"
-    pid, fd = _session(netc_bin, state)
+    t = Terminal(netc_bin, state)
     try:
-        _read_until(fd, r"netc> ")
-        os.write(fd, b"?- vm_p\t")
-        _read_until(fd, r"vm_port\(")
-        os.write(fd, b'"h1", T, N, P).\r')
-        out = _read_until(fd, r"\(2 rows\)")
-        assert "web1" in out and "app1" in out
-        os.write(fd, b":quit\r")
-        os.waitpid(pid, 0)
+        t.read_until(re.escape(Terminal.PROMPT))
+        # Tab completes the relation name
+        os.write(t.fd, b"?- vm_p\t")
+        t.read_until(r"vm_port\(")
+        # line editing: the host typed short, the cursor moved back over
+        # `, T, N, P).` (11 characters), the missing `1"` inserted there
+        out = t.line(b'"h, T, N, P).' + LEFT * 11 + b'1"\r', r"\(2 rows\)")
+        assert "web1" in out and "app1" in out, out
+        # Ctrl-U kills the line typed so far: only the second query runs
+        out = t.line(b"?- garbage(\x15?- vm(T, \"web1\", _, _, H).\r", r"\(1 row\)")
+        assert '"h1"' in out and "error" not in out, out
+        os.write(t.fd, b":quit\r")
+        assert t.wait() == 0
     finally:
-        try:
-            os.kill(pid, 9)
-            os.waitpid(pid, 0)
-        except (ProcessLookupError, ChildProcessError):
-            pass
-        os.close(fd)
+        t.close()
     history = (state / "repl_history").read_text()
-    assert '?- vm_port("h1", T, N, P).' in history
-    pid, fd = _session(netc_bin, state)
+    assert '?- vm_port("h1", T, N, P).' in history, history
+    # a second session recalls the first one's lines with Up
+    t = Terminal(netc_bin, state)
     try:
-        _read_until(fd, r"netc> ")
-        os.write(fd, b"\x1b[A")  # Up: the last line of the previous session (`:quit`)
-        os.write(fd, b"\x1b[A")
-        os.write(fd, b"\r")
-        out = _read_until(fd, r"\(2 rows\)")
-        assert "web1" in out
-        os.write(fd, b"\x04")
-        os.waitpid(pid, 0)
+        t.read_until(re.escape(Terminal.PROMPT))
+        os.write(t.fd, UP * 3)  # `:quit`, the vm query, the vm_port query
+        t.read_until(r"vm_port")
+        out = t.line(b"\r", r"\(2 rows\)")
+        assert "web1" in out, out
+        os.write(t.fd, b"\x04")  # Ctrl-D on an empty line ends the session
+        assert t.wait() == 0
     finally:
-        try:
-            os.kill(pid, 9)
-            os.waitpid(pid, 0)
-        except (ProcessLookupError, ChildProcessError):
-            pass
-        os.close(fd)
+        t.close()

@@ -10,7 +10,7 @@ use netc_runtime::commands::{self, Outcome};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-const EXIT_CODES: &str = "Exit codes: 0 success · 1 the program has errors (diagnostics on stderr) · 2 usage, input or I/O error";
+const EXIT_CODES: &str = "Exit codes (every command; `netc <command> --help` says what each means there):\n  0  success\n  1  the input was understood and the answer is no: program or intent errors, a violation, drift, a failed device\n  2  usage, input, state or I/O error (message and hint on stderr)\n  101  internal error (a bug in netc)\n\nEvery command takes --json: stdout then carries only JSON, failures included ({\"error\": {\"exit\": N, ...}}).";
 
 #[derive(Parser)]
 #[command(
@@ -28,7 +28,16 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Check programs and print diagnostics; evaluate nothing.
-    #[command(after_help = EXIT_CODES)]
+    #[command(after_help = netc_runtime::after_help!(
+        concat!(
+        "With --intent the files are network intent, checked with the standard rules and evaluated; bad intent is\n",
+        "reported with the facts it cites (file:line:col), as `netc compile` does, and nothing is written.",
+    ),
+        example: "  netc check prog.dl --dump-after plan\n  netc check --intent examples/quickstart/intent.ndl --json",
+        exit0: "no errors (warnings may be printed)",
+        exit1: "the program or the intent has errors (diagnostics on stderr)",
+        exit2: "usage, input or I/O error (message and hint on stderr)",
+    ))]
     Check {
         /// Program files (.dl / .ndl), read in order as one program.
         #[arg(required = true)]
@@ -42,12 +51,21 @@ enum Command {
         /// With --intent: use the .ndl files of DIR instead of the built-in standard rules.
         #[arg(long, value_name = "DIR", requires = "intent")]
         rules: Option<PathBuf>,
+        /// Print a JSON summary (relations, rules, strata, facts) or the errors.
+        #[arg(long)]
+        json: bool,
     },
     /// Evaluate programs like `souffle -F DIR -D DIR`, optionally applying update transactions.
-    #[command(after_help = concat!(
+    #[command(after_help = netc_runtime::after_help!(
+        concat!(
         "Update scripts (--updates): lines `+rel(1, \"a\").` and `-rel(1, \"a\").`, each transaction closed by `commit.`.\n",
-        "After each commit the output changes are printed as `+rel(..)` / `-rel(..)` (sorted) followed by `commit N`.\n\n",
-        "Exit codes: 0 success · 1 the program has errors (diagnostics on stderr) · 2 usage, input or I/O error"
+        "After each commit the output changes are printed as `+rel(..)` / `-rel(..)` (sorted) followed by `commit N`\n",
+        "(with --json: one JSON line per commit, {\"commit\": N, \"changes\": [\"+rel(..)\", ...]}).",
+    ),
+        example: "  netc run -F facts -D out prog.dl\n  netc run -F facts -D - prog.dl --updates changes.txt --json",
+        exit0: "evaluated (and every update applied)",
+        exit1: "the program has errors (diagnostics on stderr)",
+        exit2: "usage, input or I/O error (message and hint on stderr)",
     ))]
     Run {
         /// Program files (.dl / .ndl), read in order as one program.
@@ -65,33 +83,59 @@ enum Command {
         /// A script of transactions to apply after the initial evaluation.
         #[arg(long, value_name = "SCRIPT")]
         updates: Option<PathBuf>,
+        /// Print a JSON summary line (rows per output relation) and one JSON line per commit.
+        #[arg(long)]
+        json: bool,
     },
     /// Print how the verifier reads a P4Runtime WriteRequest (DIR/p4/<switch>.txtpb), as JSON.
     #[command(
         name = "decode-p4",
-        after_help = "Fields by their P4Runtime names, only those set, bytes as hex; ids checked against p4/netc.p4info.txtpb.\n\nExample:\n  netc decode-p4 out/p4/tor1.txtpb\n\nExit codes: 0 printed · 2 the file does not read or does not fit the P4Info (file:line:col named)"
+        after_help = netc_runtime::after_help!(
+        concat!(
+        "Fields by their P4Runtime names, only those set, bytes as hex; ids checked against p4/netc.p4info.txtpb.\n",
+        "The output is always JSON; --json is accepted for symmetry (errors then are JSON too).",
+    ),
+        example: "  netc decode-p4 out/p4/tor1.txtpb",
+        exit0: "printed",
+        exit1: "(not used)",
+        exit2: "the file does not read or does not fit the P4Info (file:line:col named)",
+    )
     )]
     DecodeP4 {
         /// A WriteRequest in protobuf text format.
         file: PathBuf,
+        /// Errors as JSON too (the output is JSON anyway).
+        #[arg(long)]
+        json: bool,
     },
     /// Write the extra entries a Tofino switch (p4/netc_tna.p4) needs: DIR/p4_tna/<switch>.txtpb.
-    #[command(after_help = concat!(
+    #[command(after_help = netc_runtime::after_help!(
+        concat!(
         "netc_tna.p4 computes hash5 % n with lookup tables (Tofino has no run-time `%`); this writes,\n",
         "for every switch of an artifact directory, the WriteRequest that fills them for the vector\n",
         "sizes n its vip/vip_local/route rows use (up to 1,028 entries per n). v1model switches\n",
-        "(p4/netc.p4) do not need it. Install DIR/p4_tna/<sw>.txtpb, then DIR/p4/<sw>.txtpb.\n\n",
-        "Example:\n  netc compile examples/duet/*.ndl --out out && netc tofino out\n\n",
-        "Exit codes: 0 written · 2 not an artifact directory, a malformed row, or an I/O error"
+        "(p4/netc.p4) do not need it. Install DIR/p4_tna/<sw>.txtpb, then DIR/p4/<sw>.txtpb.",
+    ),
+        example: "  netc compile examples/duet/*.ndl --out out && netc tofino out",
+        exit0: "written",
+        exit1: "(not used)",
+        exit2: "not an artifact directory, a malformed row (file:line named), or an I/O error",
     ))]
     Tofino {
         /// An artifact directory written by `netc compile ... --out DIR`.
         dir: PathBuf,
+        /// Print JSON: the switches and the sizes n written for each.
+        #[arg(long)]
+        json: bool,
     },
     /// Each switch's table use against a capacity model (Duet: host 16K, ECMP 4K, tunnel 512; or Tofino stages/SRAM/TCAM).
-    #[command(
-        after_help = "Exit codes: 0 every switch fits · 1 a switch is over capacity, or a row does not fit p4/netc.p4 · 2 usage, input or I/O error"
-    )]
+    #[command(after_help = netc_runtime::after_help!(
+        "Counts each switch's table entries from the compiled intent and compares them with the profile's limits.",
+        example: "  netc capacity examples/quickstart/intent.ndl --profile tofino --json",
+        exit0: "every switch fits",
+        exit1: "a switch is over capacity, or a row does not fit p4/netc.p4",
+        exit2: "usage, input or I/O error (message and hint on stderr)",
+    ))]
     Capacity {
         /// Intent files (.ndl facts).
         #[arg(required = true)]
@@ -107,10 +151,16 @@ enum Command {
         rules: Option<PathBuf>,
     },
     /// Compile network intent with the standard rules into per-device artifacts.
-    #[command(after_help = concat!(
-        "Writes DIR/relations/<relation>.csv for every located output relation (tab-separated, sorted).\n",
-        "Bad intent (any error_* relation non-empty) is reported with the facts it cites; nothing is written.\n\n",
-        "Exit codes: 0 success · 1 the program or the intent has errors · 2 usage, input or I/O error"
+    #[command(after_help = netc_runtime::after_help!(
+        concat!(
+        "Writes DIR/relations/<relation>.csv for every located output relation (tab-separated, sorted) and each\n",
+        "device's artifacts (DIR/ovs, DIR/p4, DIR/host). Bad intent (any error_* relation non-empty) is reported\n",
+        "with the facts it cites (file:line:col); nothing is written. A progress spinner shows the stage on a terminal.",
+    ),
+        example: "  netc compile examples/quickstart/intent.ndl --out out --json",
+        exit0: "compiled and written",
+        exit1: "the program or the intent has errors (nothing written)",
+        exit2: "usage, input or I/O error (message and hint on stderr)",
     ))]
     Compile {
         /// Intent files (.ndl facts), e.g. examples/quickstart/intent.ndl.
@@ -125,15 +175,23 @@ enum Command {
         /// Timely worker threads; never changes results.
         #[arg(short = 'w', long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
         workers: u16,
+        /// Print a JSON summary (files, relations, artifacts) or the errors.
+        #[arg(long)]
+        json: bool,
     },
     /// Generate a deterministic intent scenario (fat tree, tenants, VMs, VIPs, ACLs, multicast, NFs, traffic).
-    #[command(after_help = concat!(
+    #[command(after_help = netc_runtime::after_help!(
+        concat!(
         "Presets (docs/gen.md): S = 1,000 VMs / 100 hosts / 100 tenants / 300 VIPs (k=4);\n",
         "M = 10,000 VMs / 1,000 hosts / 1,000 tenants / 3,000 VIPs (k=8);\n",
         "L = 100,000 VMs / 10,000 hosts / 10,000 tenants / 30,000 VIPs (k=20, 50 hosts per ToR).\n",
         "Knobs override the preset. The same seed and knobs give the same bytes on every machine.\n",
-        "Example: netc gen --preset S --seed 7 --out scen/ && netc compile scen/*.ndl --out out/\n\n",
-        "Exit codes: 0 success · 2 a knob out of range, or an I/O error (nothing written)"
+        "--json prints the counts as JSON (not with --out -, where stdout is the facts).",
+    ),
+        example: "  netc gen --preset S --seed 7 --out scen/ && netc compile scen/*.ndl --out out/",
+        exit0: "written",
+        exit1: "(not used)",
+        exit2: "a knob out of range, or an I/O error (nothing written)",
     ))]
     Gen {
         /// Scenario size: S, M or L.
@@ -144,19 +202,26 @@ enum Command {
         out: PathBuf,
         #[command(flatten)]
         knobs: netc_runtime::commands::gen::Knobs,
+        /// Print the scenario's counts as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Prove isolation and affinity on the artifacts that will be pushed (specs/invariants.md).
-    #[command(after_help = concat!(
+    #[command(after_help = netc_runtime::after_help!(
+        concat!(
         "`netc verify INTENT...` compiles, then verifies; `--artifacts DIR [INTENT...]` verifies a directory written by `netc compile`\n",
         "(against the intent when given, else against the host agents' rows). `--against OLD` (a previous artifact directory, or a\n",
         "generation number of the store: `--against 3 --state .netc`) adds AFF-2 and PLAN-1.\n\n",
         "Incremental: `--since OLD` verifies the previous generation OLD in full, then re-verifies only what the change to DIR can\n",
         "affect (per sending VM, by what its traces read); the report is DIR's and equals a full verification of DIR. OLD's policy\n",
         "comes from `--since-intent FILE...` (the intent OLD was compiled from), else from the same intent, else from OLD's agent rows.\n",
-        "`stats.incremental` (JSON) says how many VMs were re-checked and how long the update took.\n\n",
-        "Examples:\n  netc verify examples/quickstart/intent.ndl\n  netc verify --artifacts out --json --junit verify.xml examples/quickstart/intent.ndl\n",
-        "  netc verify --artifacts new --since old --since-intent old.ndl new.ndl\n\n",
-        "Exit codes: 0 proven · 1 an invariant is violated (counterexamples printed) · 2 usage, input or I/O error"
+        "`stats.incremental` (JSON) says how many VMs were re-checked and how long the update took.\n",
+        "On a terminal a spinner shows the stage (compiling, verifying).",
+        ),
+        example: "  netc verify examples/quickstart/intent.ndl\n  netc verify --artifacts out --json --junit verify.xml examples/quickstart/intent.ndl\n  netc verify --artifacts new --since old --since-intent old.ndl new.ndl",
+        exit0: "proven",
+        exit1: "an invariant is violated (counterexamples printed)",
+        exit2: "usage, input or I/O error (message and hint on stderr)",
     ))]
     Verify {
         /// Intent files (.ndl facts).
@@ -193,17 +258,20 @@ enum Command {
         limit: usize,
     },
     /// Show what the verifier's model predicts one packet does, bridge by bridge (a debugging aid).
-    #[command(after_help = concat!(
+    #[command(after_help = netc_runtime::after_help!(
+        concat!(
         "The packet: comma-separated key=value (ovs-fields(7) names): host= (the bridge) and in_port= (the VM's OpenFlow port,\n",
         "or 1 with tun_id= for a packet arriving by VXLAN), then headers: eth_src eth_dst eth_type ip_src ip_dst proto tp_src tp_dst\n",
         "arp_op arp_spa arp_tpa arp_sha arp_tha, and the shorthands ip tcp udp icmp arp. Unset headers are 0 (tp_src 40000).\n\n",
         "Printed per bridge the packet reaches: every path's flows (table, priority, cookie, file:line), group buckets, and its\n",
         "fate (output port, tunnel tun_id/tun_dst, uplink, drop and why) with the rewritten headers. A select group's buckets are\n",
         "alternatives (the model does not compute OVS's hash): each path names the bucket it assumes. The model is the one\n",
-        "`netc verify` proves on; tests/test_verify_agrees_ovs.py checks it against real OVS's ofproto/trace.\n\n",
-        "Example:\n  netc compile examples/quickstart/intent.ndl --out out\n",
-        "  netc predict --artifacts out --packet 'host=h1,in_port=10,tcp,eth_src=02:00:00:00:01:01,eth_dst=fe:ff:ff:ff:ff:ff,ip_src=10.1.1.11,ip_dst=10.1.1.12,tp_dst=80'\n\n",
-        "Exit codes: 0 predicted · 2 usage, input or I/O error (bad packet, unknown host, unreadable artifacts)"
+        "`netc verify` proves on; tests/test_verify_agrees_ovs.py checks it against real OVS's ofproto/trace.",
+    ),
+        example: "  netc compile examples/quickstart/intent.ndl --out out\n  netc predict --artifacts out --packet 'host=h1,in_port=10,tcp,eth_src=02:00:00:00:01:01,eth_dst=fe:ff:ff:ff:ff:ff,ip_src=10.1.1.11,ip_dst=10.1.1.12,tp_dst=80'",
+        exit0: "predicted",
+        exit1: "(not used)",
+        exit2: "usage, input or I/O error (bad packet, unknown host, unreadable artifacts)",
     ))]
     Predict {
         /// The artifact directory written by `netc compile --out DIR`.
@@ -217,10 +285,16 @@ enum Command {
         json: bool,
     },
     /// Print the program in another engine's language (Souffle), for cross-checking.
-    #[command(after_help = concat!(
+    #[command(after_help = netc_runtime::after_help!(
+        concat!(
         "Network types are encoded as numbers (ipv4, mac: unsigned; prefix4: network << 8 | length; ipv6: symbols);\n",
-        "hash5 and text-to-address conversions become @netc_* user-defined functors.\n\n",
-        "Exit codes: 0 success · 1 the program has errors or no Souffle equivalent · 2 usage, input or I/O error"
+        "hash5 and text-to-address conversions become @netc_* user-defined functors.\n",
+        "--json prints {\"souffle\": PROGRAM, \"facts_out\": DIR|null}.",
+    ),
+        example: "  netc export --souffle prog.dl -F facts --facts-out facts.souffle > prog.souffle.dl",
+        exit0: "printed",
+        exit1: "the program has errors or no Souffle equivalent",
+        exit2: "usage, input or I/O error (message and hint on stderr)",
     ))]
     Export {
         /// Emit Souffle (the only format so far).
@@ -240,18 +314,25 @@ enum Command {
         /// Write the re-encoded input facts here.
         #[arg(long, value_name = "DIR")]
         facts_out: Option<PathBuf>,
+        /// Print the program inside a JSON document.
+        #[arg(long)]
+        json: bool,
     },
     /// A daemon that keeps the intent warm: HTTP+JSON plan/apply/verify/query and a stream of per-device deltas.
     Serve(commands::serve::ServeArgs),
     /// A prompt over the warm intent: queries, :assert/:retract, :whatif, :explain, :plan.
     Repl(commands::repl::ReplArgs),
     /// Show what `netc apply` would change on each device, and verify it; touches no device.
-    #[command(after_help = concat!(
+    #[command(after_help = netc_runtime::after_help!(
+        concat!(
         "Compiles the intent, diffs each device's artifacts against the last applied generation of the state\n",
         "directory (--state, default .netc/), prints per-device +adds -removes (the entries with -v), and runs\n",
-        "the verifier (with AFF-2 against the last generation).\n",
-        "Example: netc plan -v examples/quickstart/intent.ndl\n\n",
-        "Exit codes: 0 the change verifies · 1 bad intent or a violation · 2 usage, input or state error"
+        "the verifier (with AFF-2 against the last generation).",
+    ),
+        example: "  netc plan -v examples/quickstart/intent.ndl",
+        exit0: "the change verifies",
+        exit1: "bad intent or a violation",
+        exit2: "usage, input or state error (message and hint on stderr)",
     ))]
     Plan {
         /// Intent files (.ndl facts).
@@ -278,18 +359,23 @@ enum Command {
         token_file: Option<PathBuf>,
     },
     /// Plan, verify, push every device atomically, and record the generation.
-    #[command(after_help = concat!(
+    #[command(after_help = netc_runtime::after_help!(
+        concat!(
         "Refuses (exit 1, nothing pushed) when the verifier finds a violation, unless --force (recorded).\n",
         "Each device gets its complete intended state in one atomic step (OVS: one bundle; P4Runtime: all or\n",
         "nothing; agent: files renamed into place); if a device fails, the devices already changed are put back to\n",
-        "the last generation, nothing is committed, and the error names the device and the reason.\n\n",
+        "the last generation, nothing is committed, and the error names the device and the reason.\n",
+        "On a terminal a progress bar shows the devices pushed.\n\n",
         "Inventory (--inventory FILE, TOML; without it, the local lab):\n",
         "  [ovs]\n  h1 = \"unix:/run/openvswitch/br-int.mgmt\"   # ovs-ofctl switch argument\n",
         "  [p4.tor1]\n  address = \"10.0.0.1:9559\"\n  device_id = 1\n",
         "  [agent]\n  h2 = \"/var/lib/netc/h2\"   # the directory `netc agent --artifacts` watches\n",
-        "  [defaults]   # optional: ofctl, python, p4client, timeout_secs\n\n",
-        "Example: netc apply --inventory inv.toml intent.ndl && netc status\n\n",
-        "Exit codes: 0 applied (or nothing to change) · 1 bad intent, refused by the verifier, or a device failed · 2 usage, input or state error"
+        "  [defaults]   # optional: ofctl, python, p4client, timeout_secs",
+    ),
+        example: "  netc apply examples/quickstart/intent.ndl && netc trace web1 web2\n  netc apply --inventory inv.toml intent.ndl && netc status",
+        exit0: "applied (or nothing to change)",
+        exit1: "bad intent, refused by the verifier, or a device failed (devices put back)",
+        exit2: "usage, input or state error (message and hint on stderr)",
     ))]
     Apply {
         /// Intent files (.ndl facts).
@@ -322,11 +408,15 @@ enum Command {
         token_file: Option<PathBuf>,
     },
     /// Re-push a stored generation (default: the one before the last), recorded as a new generation.
-    #[command(after_help = concat!(
+    #[command(after_help = netc_runtime::after_help!(
+        concat!(
         "The generation's stored artifacts are verified again, pushed as `netc apply` pushes, and committed with\n",
-        "the note `rollback to GEN`. Devices: --inventory FILE, else the routes the last generation used.\n",
-        "Example: netc history && netc rollback 3\n\n",
-        "Exit codes: 0 done · 1 refused by the verifier or a device failed (devices put back) · 2 usage, input or state error"
+        "the note `rollback to GEN`. Devices: --inventory FILE, else the routes the last generation used.",
+    ),
+        example: "  netc history && netc rollback 3",
+        exit0: "done",
+        exit1: "refused by the verifier or a device failed (devices put back)",
+        exit2: "usage, input or state error (message and hint on stderr)",
     ))]
     Rollback {
         /// The generation to return to (`netc history` lists them).
@@ -344,10 +434,15 @@ enum Command {
         state: Option<PathBuf>,
     },
     /// The last generation, and whether each device still holds it (a reconcile dry run).
-    #[command(after_help = concat!(
+    #[command(after_help = netc_runtime::after_help!(
+        concat!(
         "Devices: --inventory FILE, else the routes the last generation used. OVS bridges are dumped and diffed by\n",
-        "cookie; agent directories compared file by file; P4Runtime switches are not checked (no dry run).\n\n",
-        "Exit codes: 0 every device in sync · 1 drift, an unreachable device, or an interrupted apply · 2 usage, input or state error"
+        "cookie; agent directories compared file by file; P4Runtime switches are not checked (no dry run).",
+    ),
+        example: "  netc status --json",
+        exit0: "every device in sync",
+        exit1: "drift, an unreachable device, or an interrupted apply",
+        exit2: "usage, input or state error (message and hint on stderr)",
     ))]
     Status {
         #[arg(long, value_name = "FILE")]
@@ -358,7 +453,13 @@ enum Command {
         state: Option<PathBuf>,
     },
     /// Every generation applied: id, time, who, verdict, forced, files.
-    #[command(after_help = "Exit codes: 0 success · 2 usage or state error")]
+    #[command(after_help = netc_runtime::after_help!(
+        "Reads the generation store (--state, default .netc/); touches no device.",
+        example: "  netc history --json",
+        exit0: "listed",
+        exit1: "(not used)",
+        exit2: "usage, input or state error (message and hint on stderr)",
+    ))]
     History {
         #[arg(long)]
         json: bool,
@@ -366,9 +467,13 @@ enum Command {
         state: Option<PathBuf>,
     },
     /// Per-device adds and removes between two stored generations.
-    #[command(
-        after_help = "Example: netc diff 3 4 -v\n\nExit codes: 0 success · 2 usage, unknown generation or state error"
-    )]
+    #[command(after_help = netc_runtime::after_help!(
+        "Compares the per-device artifacts the store recorded for the two generations; touches no device.",
+        example: "  netc diff 3 4 -v",
+        exit0: "printed",
+        exit1: "(not used)",
+        exit2: "usage, an unknown generation, or a state error",
+    ))]
     Diff {
         from: i64,
         to: i64,
@@ -392,13 +497,50 @@ fn main() -> ExitCode {
         eprintln!("internal error: {info}\nThis is a bug in netc, not in your input; please report it with the command you ran.");
     }));
     let cli = Cli::parse();
+    commands::output::set_json(cli.command.json());
     let outcome = std::panic::catch_unwind(|| dispatch(cli)).unwrap_or(Outcome::InputError(
         "internal error (see above)".into(),
         None,
     ));
     match outcome {
-        Outcome::InputError(ref m, _) if m.starts_with("internal error") => ExitCode::from(101),
+        Outcome::InputError(ref m, _) if m.starts_with("internal error") => {
+            if commands::output::json() {
+                if let Some(doc) = commands::output::failure(101, Some(m), None) {
+                    commands::output::emit(doc);
+                }
+            }
+            ExitCode::from(101)
+        }
         o => o.exit(),
+    }
+}
+
+impl Command {
+    /// Whether `--json` was given: every command has it.
+    fn json(&self) -> bool {
+        match self {
+            Command::Check { json, .. }
+            | Command::Run { json, .. }
+            | Command::DecodeP4 { json, .. }
+            | Command::Tofino { json, .. }
+            | Command::Capacity { json, .. }
+            | Command::Compile { json, .. }
+            | Command::Gen { json, .. }
+            | Command::Verify { json, .. }
+            | Command::Predict { json, .. }
+            | Command::Export { json, .. }
+            | Command::Plan { json, .. }
+            | Command::Apply { json, .. }
+            | Command::Rollback { json, .. }
+            | Command::Status { json, .. }
+            | Command::History { json, .. }
+            | Command::Diff { json, .. } => *json,
+            Command::Serve(a) => a.json,
+            Command::Repl(a) => a.json,
+            Command::Agent(a) => a.json,
+            Command::Lab(a) => a.json,
+            Command::Trace(a) => a.json,
+        }
     }
 }
 
@@ -409,14 +551,15 @@ fn dispatch(cli: Cli) -> Outcome {
             dump_after,
             intent,
             rules,
+            json: _,
         } => commands::check::run(commands::check::CheckArgs {
             files: &files,
             dump_after: dump_after.as_deref(),
             intent,
             rules: rules.as_deref(),
         }),
-        Command::Tofino { dir } => commands::tofino::run(&dir),
-        Command::DecodeP4 { file } => commands::decode_p4::run(&file),
+        Command::Tofino { dir, json: _ } => commands::tofino::run(&dir),
+        Command::DecodeP4 { file, json: _ } => commands::decode_p4::run(&file),
         Command::Capacity {
             intent,
             profile,
@@ -434,13 +577,19 @@ fn dispatch(cli: Cli) -> Outcome {
             out,
             rules,
             workers,
+            json: _,
         } => commands::compile::run(commands::compile::CompileArgs {
             intent: &intent,
             rules: rules.as_deref(),
             out: &out,
             workers: workers as usize,
         }),
-        Command::Gen { preset, out, knobs } => commands::gen::run(preset, &knobs, &out),
+        Command::Gen {
+            preset,
+            out,
+            knobs,
+            json: _,
+        } => commands::gen::run(preset, &knobs, &out),
         Command::Verify {
             intent,
             artifacts,
@@ -476,6 +625,7 @@ fn dispatch(cli: Cli) -> Outcome {
             files,
             facts,
             facts_out,
+            json: _,
         } => commands::export::run(&files, facts.as_deref(), facts_out.as_deref()),
         Command::Plan {
             intent,
@@ -554,6 +704,7 @@ fn dispatch(cli: Cli) -> Outcome {
             output,
             workers,
             updates,
+            json: _,
         } => commands::run::run(commands::run::RunArgs {
             files: &files,
             facts_dir: &facts,

@@ -11,11 +11,17 @@ use std::time::Duration;
 
 /// `netc agent` options.
 #[derive(clap::Args, Debug)]
-#[command(after_help = concat!(
-    "Reads DIR/ovs/<host>.flows, DIR/ovs/<host>.groups and DIR/host/<host>.json (re-read when they change).\n",
-    "Health is written as `dip_health(tenant, vm, proto, port, \"up\"|\"down\").` facts: pass the file to the next `netc compile`.\n",
-    "Detection time of a dead DIP <= (--fall + 1) x --interval-ms + --timeout-ms. Stop the daemon with SIGTERM.\n\n",
-    "Exit codes: 0 success · 2 usage, input, I/O or device error (--once)"
+#[command(after_help = crate::after_help!(
+    concat!(
+        "Reads DIR/ovs/<host>.flows, DIR/ovs/<host>.groups and DIR/host/<host>.json (re-read when they change).\n",
+        "Health is written as `dip_health(tenant, vm, proto, port, \"up\"|\"down\").` facts: pass the file to the next `netc compile`.\n",
+        "Detection time of a dead DIP <= (--fall + 1) x --interval-ms + --timeout-ms. Stop the daemon with SIGTERM.\n",
+        "--json prints {\"host\": ..., \"stopped\": true} when the agent ends cleanly."
+    ),
+    example: "  netc agent --host h1 --artifacts out --bridge unix:.netc/lab/h1/br-int.mgmt --once --json",
+    exit0: "stopped cleanly (--once: the bridge matches)",
+    exit1: "(not used)",
+    exit2: "usage, input, I/O or device error",
 ))]
 pub struct AgentArgs {
     /// This host's name (the @host of its rows).
@@ -54,6 +60,9 @@ pub struct AgentArgs {
     /// Stop after this many seconds.
     #[arg(long)]
     pub duration_s: Option<u64>,
+    /// Print the ending as JSON (errors too).
+    #[arg(long)]
+    pub json: bool,
 }
 
 pub fn run(a: AgentArgs) -> Outcome {
@@ -66,6 +75,7 @@ pub fn run(a: AgentArgs) -> Outcome {
             ),
         );
     }
+    let host = a.host.clone();
     let opts = AgentOptions {
         host: a.host,
         artifacts: a.artifacts,
@@ -83,7 +93,14 @@ pub fn run(a: AgentArgs) -> Outcome {
         duration: a.duration_s.map(Duration::from_secs),
     };
     match agent::run(&opts) {
-        Ok(()) => Outcome::Ok,
+        Ok(()) => {
+            if a.json {
+                super::output::emit(
+                    &serde_json::json!({"host": host, "stopped": true, "once": a.once}),
+                );
+            }
+            Outcome::Ok
+        }
         Err(e) => Outcome::InputError(e.to_string(), None),
     }
 }

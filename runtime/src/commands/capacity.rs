@@ -56,21 +56,22 @@ pub fn run(args: CapacityArgs) -> Outcome {
         match p4::entities(device, &mine) {
             Ok(ents) => uses.push(resources::usage(device, &ents, profile)),
             Err(e) => {
+                super::output::hold_message(&e.to_string());
                 eprintln!("error: {e}");
                 return Outcome::ProgramErrors;
             }
         }
     }
-    let text = if args.json {
+    if args.json {
         match serde_json::to_string_pretty(&uses) {
-            Ok(s) => s + "\n",
+            Ok(s) => super::output::emit(s),
             Err(e) => return Outcome::InputError(format!("internal error: json: {e}"), None),
         }
     } else {
-        uses.iter().map(render).collect()
-    };
-    // a closed pipe (`| head`) is not an error worth a panic
-    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+        let text: String = uses.iter().map(render).collect();
+        // a closed pipe (`| head`) is not an error worth a panic
+        let _ = std::io::stdout().lock().write_all(text.as_bytes());
+    }
     let over: Vec<&SwitchUse> = uses.iter().filter(|u| !u.ok()).collect();
     if over.is_empty() {
         eprintln!(

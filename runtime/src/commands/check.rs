@@ -6,7 +6,7 @@
 //! standard rules and evaluated, and bad intent (`error_*` rows) is reported
 //! as by `netc compile`, without writing anything.
 
-use super::{evaluate_intent, report, Outcome};
+use super::{evaluate_intent, output, report, Outcome};
 use netc_compiler::{compile_files, plan::Plan, Compilation};
 use std::path::{Path, PathBuf};
 
@@ -18,6 +18,12 @@ pub struct CheckArgs<'a> {
 }
 
 pub fn run(args: CheckArgs) -> Outcome {
+    if args.dump_after.is_some() && output::json() {
+        return Outcome::InputError(
+            "--dump-after prints text on stdout; it does not go with --json".into(),
+            Some("drop one of the two".into()),
+        );
+    }
     if args.intent {
         let ev = match evaluate_intent(args.files, args.rules, 1) {
             Ok(e) => e,
@@ -28,6 +34,7 @@ pub fn run(args: CheckArgs) -> Outcome {
             eprint!("{}", f.render(&ev.compilation.sources));
         }
         if !ev.findings.is_empty() {
+            output::hold_findings(&ev.findings, &ev.compilation.sources);
             let n = ev.findings.len();
             eprintln!(
                 "\n{n} problem{} in the intent",
@@ -35,7 +42,7 @@ pub fn run(args: CheckArgs) -> Outcome {
             );
             return Outcome::ProgramErrors;
         }
-        eprintln!("ok: {}", summary(&ev.plan));
+        ok(&ev.plan, &ev.compilation);
         return Outcome::Ok;
     }
     let c = compile_files(args.files);
@@ -46,8 +53,24 @@ pub fn run(args: CheckArgs) -> Outcome {
     let Some(plan) = &c.plan else {
         return Outcome::ProgramErrors;
     };
-    eprintln!("ok: {}", summary(plan));
+    ok(plan, &c);
     Outcome::Ok
+}
+
+/// The success line (stderr), and with `--json` the summary on stdout.
+fn ok(plan: &Plan, c: &Compilation) {
+    if output::json() {
+        let rules: usize = plan.strata.iter().map(|s| s.rules.len()).sum();
+        output::emit(&serde_json::json!({
+            "ok": true,
+            "relations": plan.relations.len(),
+            "rules": rules,
+            "strata": plan.strata.len(),
+            "facts": plan.facts.len(),
+            "warnings": c.diagnostics.items.len() - c.diagnostics.error_count(),
+        }));
+    }
+    eprintln!("{} {}", output::Paint::stderr().green("ok:"), summary(plan));
 }
 
 fn dump(c: &Compilation, pass: Option<&str>) {

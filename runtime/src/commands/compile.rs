@@ -6,7 +6,7 @@
 //! relation under `DIR/relations/` — replacing DIR as a whole, so DIR always
 //! holds one complete compilation.
 
-use super::{evaluate_intent, EvaluatedIntent, Outcome};
+use super::{evaluate_intent, output, EvaluatedIntent, Outcome};
 use crate::intent;
 use std::path::{Path, PathBuf};
 
@@ -18,6 +18,7 @@ pub struct CompileArgs<'a> {
 }
 
 pub fn run(args: CompileArgs) -> Outcome {
+    let stages = output::Stages::start("compile", "compiling the rules and evaluating the intent");
     let EvaluatedIntent {
         compilation: c,
         plan,
@@ -28,6 +29,8 @@ pub fn run(args: CompileArgs) -> Outcome {
         Err(outcome) => return outcome,
     };
     if !findings.is_empty() {
+        drop(stages);
+        output::hold_findings(&findings, &c.sources);
         for f in &findings {
             eprint!("{}", f.render(&c.sources));
         }
@@ -41,6 +44,7 @@ pub fn run(args: CompileArgs) -> Outcome {
     }
     let (mut relations, mut artifacts) = (0, 0);
     let mut render_error = None;
+    stages.set("rendering and writing the device artifacts");
     let result = intent::write_atomically(args.out, |dir| {
         relations = intent::write_relations(&plan, &engine, dir)?;
         match intent::write_artifacts(&plan, &engine, dir) {
@@ -55,7 +59,9 @@ pub fn run(args: CompileArgs) -> Outcome {
         }
         Ok(())
     });
+    drop(stages);
     if let Some(e) = render_error {
+        output::hold_message(&e.to_string());
         eprintln!(
             "error: {e}\nnothing was written to `{}`",
             args.out.display()
@@ -68,8 +74,17 @@ pub fn run(args: CompileArgs) -> Outcome {
             Some("check that the --out directory is writable".into()),
         );
     }
+    if output::json() {
+        output::emit(&serde_json::json!({
+            "out": args.out,
+            "intent_files": args.intent.len(),
+            "relations": relations,
+            "artifacts": artifacts,
+        }));
+    }
     eprintln!(
-        "compiled {} intent file{} into {} ({relations} located relations, {artifacts} device artifacts)",
+        "{} {} intent file{} into {} ({relations} located relations, {artifacts} device artifacts)",
+        output::Paint::stderr().green("compiled"),
         args.intent.len(),
         if args.intent.len() == 1 { "" } else { "s" },
         args.out.display()

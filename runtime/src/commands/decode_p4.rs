@@ -15,7 +15,7 @@ use std::path::Path;
 pub fn run(file: &Path) -> Outcome {
     match netc_verify::p4::decode_file(file) {
         Ok(updates) => {
-            println!("{}", netc_verify::p4::to_json(&updates));
+            super::output::emit(netc_verify::p4::to_json(&updates));
             Outcome::Ok
         }
         Err(e) => Outcome::InputError(format!("{}: {}", e.at, e.message), e.hint),

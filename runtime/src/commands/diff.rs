@@ -31,7 +31,7 @@ fn run_inner(
             "to": to,
             "devices": staged::changes_json(&changes, verbose),
         });
-        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        super::output::emit(serde_json::to_string_pretty(&v).unwrap_or_default());
     } else {
         let paint = Paint::stdout();
         println!(

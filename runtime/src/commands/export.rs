@@ -5,7 +5,7 @@
 //! With `-F DIR --facts-out OUT` it also re-encodes every `.input` facts
 //! file into OUT, so the exported program can run on the same data.
 
-use super::{report, Outcome};
+use super::{output, report, Outcome};
 use crate::io::facts;
 use netc_compiler::{compile_files, souffle_export};
 use std::path::{Path, PathBuf};
@@ -21,8 +21,10 @@ pub fn run(files: &[PathBuf], facts_dir: Option<&Path>, facts_out: Option<&Path>
     let text = match souffle_export::export(plan, &c.sources) {
         Ok(t) => t,
         Err(e) => {
+            let hint = "see specs/language.md, \"Exporting to Souffle\", for what has an encoding";
+            output::hold_message(&format!("{e} ({hint})"));
             eprintln!("error: {e}");
-            eprintln!("   = hint: see specs/language.md, \"Exporting to Souffle\", for what has an encoding");
+            eprintln!("   = hint: {hint}");
             return Outcome::ProgramErrors;
         }
     };
@@ -54,6 +56,10 @@ pub fn run(files: &[PathBuf], facts_dir: Option<&Path>, facts_out: Option<&Path>
             }
         }
     }
-    print!("{text}");
+    if output::json() {
+        output::emit(&serde_json::json!({"souffle": text, "facts_out": facts_out}));
+    } else {
+        print!("{text}");
+    }
     Outcome::Ok
 }

@@ -7,7 +7,7 @@
 //! file, one file per section when `--out` is a directory (existing, or
 //! ending in `/`), or stdout for `-` — and one summary line goes to stderr.
 
-use super::Outcome;
+use super::{output, Outcome};
 use crate::gen::{self, writer, GenError, Params, Preset};
 use std::io::Write;
 use std::path::Path;
@@ -116,6 +116,15 @@ pub fn run(preset: Preset, knobs: &Knobs, out: &Path) -> Outcome {
         }
     };
     let to_stdout = out.as_os_str() == "-";
+    if to_stdout && output::json() {
+        return Outcome::InputError(
+            "--json and --out - both want stdout".into(),
+            Some(
+                "write the facts to a FILE or DIR with --out, and the counts go to stdout as JSON"
+                    .into(),
+            ),
+        );
+    }
     let as_dir = !to_stdout && (out.is_dir() || out.to_string_lossy().ends_with('/'));
     let written = if to_stdout {
         let stdout = std::io::stdout();
@@ -152,6 +161,21 @@ pub fn run(preset: Preset, knobs: &Knobs, out: &Path) -> Outcome {
         ),
         Some(w) => format!("{} ({} bytes)", out.display(), w.bytes),
     };
+    if output::json() {
+        output::emit(&serde_json::json!({
+            "out": out,
+            "files": written.as_ref().map(|w| w.files.len()),
+            "bytes": written.as_ref().map(|w| w.bytes),
+            "seed": p.seed,
+            "k": p.k,
+            "counts": {
+                "vms": c.vms, "hosts": c.hosts, "switches": c.switches, "links": c.links,
+                "tenants": c.tenants, "vips": c.vips, "dips": c.dips, "two_level_vips": c.two_level_vips,
+                "snat_ranges": c.snat_ranges, "acls": c.acls, "mcast_groups": c.mcast_groups,
+                "mcast_members": c.mcast_members, "nf_chains": c.nf_chains, "flows": c.flows,
+            },
+        }));
+    }
     eprintln!(
         "wrote {place}: {} VMs on {} hosts (fat tree k={}: {} switches, {} links), {} tenants, \
 {} VIPs with {} DIPs ({} two-level), {} SNAT ranges, {} ACL rules, {} multicast groups ({} members), \

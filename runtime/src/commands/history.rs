@@ -33,7 +33,7 @@ pub fn run(state: Option<&Path>, json: bool) -> Outcome {
                 })
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        super::output::emit(serde_json::to_string_pretty(&v).unwrap_or_default());
         return Outcome::Ok;
     }
     if history.is_empty() {

@@ -15,16 +15,23 @@ use std::path::PathBuf;
 
 /// `netc lab` options.
 #[derive(clap::Args, Debug)]
-#[command(after_help = concat!(
-    "The lab is one ovsdb-server + `ovs-vswitchd --enable-dummy` per host of the intent, under <state>/lab/<host>/,\n",
-    "with br-int (vxlan0 = port 1, uplink = port 2, one dummy port vm<N> per vm_port N) and br-phy (the underlay).\n",
-    "The daemons outlive netc; `netc lab stop` stops them by pid. Nothing outside <state>/lab is touched.\n\n",
-    "Examples:\n",
-    "  netc lab up examples/quickstart/intent.ndl     # start the lab and push the flows (no store)\n",
-    "  netc lab status --json                          # hosts, pids, ovs-ofctl switch arguments\n",
-    "  ovs-ofctl -O OpenFlow15 dump-flows unix:.netc/lab/h1/br-int.mgmt\n",
-    "  netc lab stop\n\n",
-    "Exit codes: 0 success · 1 the intent has errors (up) · 2 usage, input, I/O error or OVS missing/failed"
+#[command(after_help = crate::after_help!(
+    concat!(
+        "The lab is one ovsdb-server + `ovs-vswitchd --enable-dummy` per host of the intent, under <state>/lab/<host>/,\n",
+        "with br-int (vxlan0 = port 1, uplink = port 2, one dummy port vm<N> per vm_port N) and br-phy (the underlay:\n",
+        "p0, the host's address in an on-link subnet covering every host, so VXLAN packets really travel host to host).\n",
+        "The daemons outlive netc; `netc lab stop` stops them by pid. Nothing outside <state>/lab is touched.\n",
+        "On a terminal `lab up` shows a progress bar over the hosts."
+    ),
+    example: concat!(
+        "  netc lab up examples/quickstart/intent.ndl     # start the lab and push the flows (no store)\n",
+        "  netc lab status --json                          # hosts, pids, ovs-ofctl switch arguments\n",
+        "  ovs-ofctl -O OpenFlow15 dump-flows unix:.netc/lab/h1/br-int.mgmt\n",
+        "  netc lab stop"
+    ),
+    exit0: "done",
+    exit1: "the intent has errors (up; the lab is not changed)",
+    exit2: "usage, input or I/O error, OVS missing or a daemon failed",
 ))]
 pub struct LabArgs {
     #[command(subcommand)]
@@ -58,7 +65,7 @@ pub fn run(a: LabArgs) -> Outcome {
         LabAction::Stop => match lab::stop_all(&a.state) {
             Ok(pids) => {
                 if a.json {
-                    println!("{}", serde_json::json!({ "stopped": pids }));
+                    super::output::emit(serde_json::json!({ "stopped": pids }));
                 } else if pids.is_empty() {
                     println!("no lab daemons were running");
                 } else {
@@ -87,7 +94,7 @@ fn status(state: &std::path::Path, json: bool) -> Outcome {
         Err(e) => return lab_error(e),
     };
     if json {
-        println!("{}", serde_json::json!({ "hosts": hosts }));
+        super::output::emit(serde_json::json!({ "hosts": hosts }));
     } else if hosts.is_empty() {
         println!("no lab under {}", state.join("lab").display());
     } else {
@@ -116,6 +123,7 @@ fn up(files: &[PathBuf], state: &std::path::Path, json: bool) -> Outcome {
         Err(outcome) => return outcome,
     };
     if !findings.is_empty() {
+        super::output::hold_findings(&findings, &c.sources);
         for f in &findings {
             eprint!("{}", f.render(&c.sources));
         }
@@ -137,17 +145,27 @@ fn up(files: &[PathBuf], state: &std::path::Path, json: bool) -> Outcome {
         match netc_targets::ovs::bridge_state(&h.name, &rows) {
             Ok(s) => states.push((h.name.clone(), s)),
             Err(e) => {
+                super::output::hold_message(&format!("{e}; the lab was not changed"));
                 eprintln!("error: {e}\nthe lab was not changed");
                 return Outcome::ProgramErrors;
             }
         }
     }
-    let switches = match lab::ensure(state, &topo) {
+    // one step per host started and one per host pushed
+    let bar = super::output::bar(2 * topo.hosts.len(), "lab up");
+    let step = |what: &str, host: &str| {
+        if let Some(b) = &bar {
+            b.set_message(format!("{what} {host}"));
+            b.inc(1);
+        }
+    };
+    let switches = match lab::ensure_reporting(state, &topo, |h| step("started", h)) {
         Ok(s) => s,
         Err(e) => return lab_error(e),
     };
     let mut pushed = Vec::new();
     for (host, st) in &states {
+        step("pushing", host);
         let client = OvsClient::new(host, &switches[host]);
         match client.reconcile(st) {
             Ok(r) => pushed.push(serde_json::json!({
@@ -159,8 +177,11 @@ fn up(files: &[PathBuf], state: &std::path::Path, json: bool) -> Outcome {
             Err(e) => return Outcome::InputError(e.to_string(), None),
         }
     }
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
     if json {
-        println!("{}", serde_json::json!({ "hosts": pushed }));
+        super::output::emit(serde_json::json!({ "hosts": pushed }));
     } else {
         for p in &pushed {
             println!(

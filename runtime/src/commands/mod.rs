@@ -2,7 +2,9 @@
 //! rule that errors are reported once, here at the edge, on stderr.
 //!
 //! Exit codes (also in `netc --help`): 0 success; 1 the program or intent has
-//! errors (diagnostics were printed); 2 usage, input or I/O errors.
+//! errors (diagnostics were printed); 2 usage, input or I/O errors. With
+//! `--json` a failure is also one JSON document on stdout, made here
+//! ([`output::failure`]) from the exit code and what the command held.
 
 pub mod agent;
 pub mod apply;
@@ -15,6 +17,7 @@ pub mod export;
 pub mod gen;
 pub mod history;
 pub mod lab;
+pub mod output;
 pub mod plan;
 pub mod predict;
 pub mod remote;
@@ -48,17 +51,23 @@ pub enum Outcome {
 
 impl Outcome {
     pub fn exit(self) -> ExitCode {
-        match self {
-            Outcome::Ok => ExitCode::SUCCESS,
-            Outcome::ProgramErrors => ExitCode::from(1),
-            Outcome::InputError(msg, hint) => {
-                eprintln!("error: {msg}");
-                if let Some(h) = hint {
-                    eprintln!("   = hint: {h}");
-                }
-                ExitCode::from(2)
+        let (code, message, hint) = match &self {
+            Outcome::Ok => return ExitCode::SUCCESS,
+            Outcome::ProgramErrors => (1, None, None),
+            Outcome::InputError(msg, hint) => (2, Some(msg.as_str()), hint.as_deref()),
+        };
+        if output::json() && !output::emitted() {
+            if let Some(doc) = output::failure(code, message, hint) {
+                output::emit(doc);
             }
         }
+        if let Some(msg) = message {
+            eprintln!("{} {msg}", output::Paint::stderr().red("error:"));
+            if let Some(h) = hint {
+                eprintln!("   = hint: {h}");
+            }
+        }
+        ExitCode::from(code)
     }
 }
 
@@ -72,6 +81,9 @@ impl From<crate::io::IoError> for Outcome {
 /// Prints a compilation's diagnostics on stderr with a summary line; true if
 /// it had errors.
 pub fn report(c: &Compilation) -> bool {
+    if c.diagnostics.has_errors() {
+        output::hold_diagnostics(c);
+    }
     if !c.diagnostics.items.is_empty() {
         eprint!("{}", c.diagnostics.render_all(&c.sources));
     }

@@ -41,7 +41,7 @@ fn run_inner(dir: &Path, packet: &str, json: bool) -> Result<(), Outcome> {
     let p = predict(&net, &policy.underlay, &probe)
         .map_err(|e| Outcome::InputError(e.to_string(), None))?;
     if json {
-        println!("{}", p.to_json());
+        super::output::emit(p.to_json());
     } else {
         print!("{}", p.render());
     }

@@ -121,6 +121,7 @@ fn refusal(server: &Server, a: &Answer) -> Outcome {
                     String::new()
                 }
             );
+            super::output::hold_message(&message);
             Outcome::ProgramErrors
         }
         Some("bad_intent") => {
@@ -136,6 +137,7 @@ fn refusal(server: &Server, a: &Answer) -> Outcome {
                 "\n{} problem(s) in the intent; nothing was planned or pushed",
                 findings.len()
             );
+            super::output::hold_message(&message);
             Outcome::ProgramErrors
         }
         Some("unauthorized") => Outcome::InputError(
@@ -155,18 +157,20 @@ fn refusal(server: &Server, a: &Answer) -> Outcome {
     }
 }
 
+/// The strings of a JSON array (none when it is not one).
+fn strings(x: Option<&Json>) -> Vec<String> {
+    x.and_then(Json::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Json::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// The per-device changes of an answer (`devices`, entries included).
 fn changes_of(v: Option<&Json>) -> BTreeMap<String, DeviceChange> {
-    let strings = |x: Option<&Json>| -> Vec<String> {
-        x.and_then(Json::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(Json::as_str)
-                    .map(str::to_string)
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
     let mut out = BTreeMap::new();
     if let Some(m) = v.and_then(Json::as_object) {
         for (device, c) in m {
@@ -264,17 +268,7 @@ pub fn apply(r: &Remote, intent: &[PathBuf], force: bool, verbose: bool, json: b
             (_, Some("device_failed")) => {
                 let d = detail.cloned().unwrap_or(Json::Null);
                 let s = |k: &str| text(d.get(k)).unwrap_or_default();
-                let list = |k: &str| -> Vec<String> {
-                    d.get(k)
-                        .and_then(Json::as_array)
-                        .map(|a| {
-                            a.iter()
-                                .filter_map(Json::as_str)
-                                .map(str::to_string)
-                                .collect()
-                        })
-                        .unwrap_or_default()
-                };
+                let list = |k: &str| strings(d.get(k));
                 let f = FailedAt {
                     device: s("device"),
                     kind: s("kind"),

@@ -107,6 +107,11 @@ pub fn run(args: RunArgs) -> Outcome {
             }
         }
         lines.sort();
+        if super::output::json() {
+            let doc = serde_json::json!({"commit": n + 1, "changes": lines});
+            let _ = writeln!(out, "{doc}");
+            continue;
+        }
         for l in lines {
             let _ = writeln!(out, "{l}");
         }
@@ -115,13 +120,31 @@ pub fn run(args: RunArgs) -> Outcome {
     write_outputs(&plan, &engine, args.output_dir, &mut out)
 }
 
+/// Writes the outputs to DIR (or stdout for `-`); with `--json`, stdout gets
+/// one line `{"outputs": {rel: {"rows": n[, "tuples": [[cell, ...]]]}}}`
+/// (the tuples when DIR is `-`, cells as the CSV writes them).
 fn write_outputs(plan: &Plan, engine: &Engine, dir: &str, out: &mut impl Write) -> Outcome {
+    let json = super::output::json();
+    let mut summary = serde_json::Map::new();
     for (id, rel) in plan.relations.iter().enumerate() {
         if rel.outputs.is_empty() && !rel.printsize {
             continue;
         }
         let rows = engine.contents(id);
+        if json {
+            let mut entry = serde_json::json!({"rows": rows.len()});
+            if dir == "-" {
+                let text = csv::render(&rows, "\t");
+                let tuples: Vec<Vec<&str>> =
+                    text.lines().map(|l| l.split('\t').collect()).collect();
+                entry["tuples"] = serde_json::json!(tuples);
+            }
+            summary.insert(rel.name.clone(), entry);
+        }
         for spec in &rel.outputs {
+            if json && dir == "-" {
+                continue;
+            }
             if dir == "-" {
                 let _ = writeln!(out, "---------------\n{}\n===============", rel.name);
                 let _ = write!(out, "{}", csv::render(&rows, "\t"));
@@ -130,9 +153,13 @@ fn write_outputs(plan: &Plan, engine: &Engine, dir: &str, out: &mut impl Write) 
                 return e.into();
             }
         }
-        if rel.printsize {
+        if rel.printsize && !json {
             let _ = writeln!(out, "{}\t{}", rel.name, rows.len());
         }
+    }
+    if json {
+        let doc = serde_json::json!({ "outputs": summary });
+        let _ = writeln!(out, "{doc}");
     }
     Outcome::Ok
 }

@@ -4,27 +4,32 @@ use super::Outcome;
 use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
-#[command(after_help = concat!(
-    "Keeps the intent compiled and evaluated; each change is committed into the running dataflow as a\n",
-    "difference of facts (never a recompilation), and each device's output delta is published.\n\n",
-    "Endpoints (JSON; every request needs `Authorization: Bearer <token>`; specs/serve.md):\n",
-    "  POST /v1/plan    {\"files\": [{\"name\", \"text\"}]} or {\"paths\": [...]}: the change, per device, and the verdict\n",
-    "  POST /v1/apply   the same, verify (refuse a violation unless \"force\"), push every device, record a\n",
-    "                   generation and publish the deltas; a device failure puts the others back (502)\n",
-    "  POST /v1/verify  verify the current state      POST /v1/query {\"query\": \"vip_dip(V, D)\"}\n",
-    "  GET  /v1/status  generation, files, counters    GET /v1/deltas?since=N&wait=S (long-poll)\n\n",
-    "On start it recovers the last generation committed in the store (so a daemon killed with -9 comes\n",
-    "back with the same state); with none, it starts from INTENT. The token is --token-file, else\n",
-    "STATE/serve.token (made, mode 0600, when missing).\n\n",
-    "Devices: as `netc apply` — --inventory FILE, else the local lab (one OVS bridge per host, under\n",
-    "STATE/lab/; `netc lab stop` stops it); --no-push only records generations and publishes deltas.\n",
-    "--json: one JSON object per line on stdout: {\"event\": \"listening\", \"url\", \"pid\", \"token_file\", ...}\n",
-    "first, then {\"event\": \"request\", \"method\", \"path\", \"status\", ...} and {\"event\": \"applied\", ...}.\n\n",
-    "Examples:\n",
-    "  netc serve examples/quickstart/intent.ndl &\n",
-    "  curl -s -H \"Authorization: Bearer $(cat .netc/serve.token)\" localhost:7878/v1/status\n",
-    "  netc apply --server http://127.0.0.1:7878 examples/quickstart/intent.ndl\n\n",
-    "Exit codes: 0 stopped cleanly · 2 the state, the token, the intent or the address could not be used"
+#[command(after_help = crate::after_help!(
+    concat!(
+        "Keeps the intent compiled and evaluated; each change is committed into the running dataflow as a\n",
+        "difference of facts (never a recompilation), and each device's output delta is published.\n\n",
+        "Endpoints (JSON; every request needs `Authorization: Bearer <token>`; specs/serve.md):\n",
+        "  POST /v1/plan    {\"files\": [{\"name\", \"text\"}]} or {\"paths\": [...]}: the change, per device, and the verdict\n",
+        "  POST /v1/apply   the same, verify (refuse a violation unless \"force\"), push every device, record a\n",
+        "                   generation and publish the deltas; a device failure puts the others back (502)\n",
+        "  POST /v1/verify  verify the current state      POST /v1/query {\"query\": \"vip_dip(V, D)\"}\n",
+        "  GET  /v1/status  generation, files, counters    GET /v1/deltas?since=N&wait=S (long-poll)\n\n",
+        "On start it recovers the last generation committed in the store (so a daemon killed with -9 comes\n",
+        "back with the same state); with none, it starts from INTENT. The token is --token-file, else\n",
+        "STATE/serve.token (made, mode 0600, when missing).\n\n",
+        "Devices: as `netc apply` — --inventory FILE, else the local lab (one OVS bridge per host, under\n",
+        "STATE/lab/; `netc lab stop` stops it); --no-push only records generations and publishes deltas.\n",
+        "--json: one JSON object per line on stdout: {\"event\": \"listening\", \"url\", \"pid\", \"token_file\", ...}\n",
+        "first, then {\"event\": \"request\", \"method\", \"path\", \"status\", ...} and {\"event\": \"applied\", ...}."
+    ),
+    example: concat!(
+        "  netc serve examples/quickstart/intent.ndl &\n",
+        "  curl -s -H \"Authorization: Bearer $(cat .netc/serve.token)\" localhost:7878/v1/status\n",
+        "  netc apply --server http://127.0.0.1:7878 examples/quickstart/intent.ndl"
+    ),
+    exit0: "stopped cleanly",
+    exit1: "(not used)",
+    exit2: "the state, the token, the inventory, the intent or the address could not be used",
 ))]
 pub struct ServeArgs {
     /// Intent files to start from when the store holds no generation yet.

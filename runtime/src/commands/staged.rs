@@ -12,7 +12,6 @@ use crate::rollout::{candidate, verdict};
 use crate::store::{DeviceOutput, Generation, NewGeneration, Store, StoreError, Verdict};
 use netc_verify::report::Report;
 use std::collections::BTreeMap;
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 impl From<StoreError> for Outcome {
@@ -73,6 +72,7 @@ pub fn stage_intent(
 ) -> Result<Staged, Outcome> {
     let ev = evaluate_intent(files, rules, 1)?;
     if !ev.findings.is_empty() {
+        super::output::hold_findings(&ev.findings, &ev.compilation.sources);
         for f in &ev.findings {
             eprint!("{}", f.render(&ev.compilation.sources));
         }
@@ -129,34 +129,8 @@ pub fn stage(gen: NewGeneration, store: Option<&Store>) -> Result<Staged, Outcom
     })
 }
 
-/// Colors for a terminal; none when stdout is not one or NO_COLOR is set.
-pub struct Paint {
-    on: bool,
-}
-
-impl Paint {
-    pub fn stdout() -> Paint {
-        Paint {
-            on: std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
-        }
-    }
-    fn wrap(&self, code: &str, s: &str) -> String {
-        if self.on {
-            format!("\x1b[{code}m{s}\x1b[0m")
-        } else {
-            s.to_string()
-        }
-    }
-    pub fn green(&self, s: &str) -> String {
-        self.wrap("32", s)
-    }
-    pub fn red(&self, s: &str) -> String {
-        self.wrap("31", s)
-    }
-    pub fn bold(&self, s: &str) -> String {
-        self.wrap("1", s)
-    }
-}
+/// The colours of plan/apply/diff output (shared by every command).
+pub use super::output::Paint;
 
 /// Per-device `+adds -removes` lines (and the entries with `verbose`).
 pub fn print_changes(changes: &BTreeMap<String, DeviceChange>, verbose: bool, paint: &Paint) {

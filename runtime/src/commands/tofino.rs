@@ -10,7 +10,7 @@
 //! before `DIR/p4/<switch>.txtpb`). Exit 0 written; 2 if DIR is not an
 //! artifact directory or a row's `n` is not in 1..=65535 (file:line named).
 
-use super::Outcome;
+use super::{output, Outcome};
 use netc_targets::p4::tna;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -78,6 +78,13 @@ pub fn run(dir: &Path) -> Outcome {
     })();
     match written {
         Ok(k) => {
+            if output::json() {
+                let switches: serde_json::Map<String, serde_json::Value> = sizes
+                    .iter()
+                    .map(|(sw, ns)| (sw.clone(), serde_json::json!(ns)))
+                    .collect();
+                output::emit(&serde_json::json!({"out": out, "sizes": switches}));
+            }
             eprintln!(
                 "wrote the Tofino modulo entries of {k} switch{} to {}",
                 if k == 1 { "" } else { "es" },

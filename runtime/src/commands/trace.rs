@@ -17,18 +17,24 @@ use std::path::PathBuf;
 
 /// `netc trace` options.
 #[derive(clap::Args, Debug)]
-#[command(after_help = concat!(
+#[command(after_help = crate::after_help!(
+    concat!(
     "SRC and DST: `tenant/vm`, a VM name unique across tenants, or an IPv4 address (for SRC, the address of exactly one VM).\n",
     "PROTO/PORT: tcp/80 (default), udp/53, tcp (port 80), icmp. The source port is --sport.\n",
     "Each bridge is asked with `ovs-appctl ofproto/trace` (OVS's own classifier); a packet leaving the VXLAN port is\n",
     "followed to the host owning the outer destination, a packet to a software Mux's VIP the way the Mux forwards it\n",
-    "(members[hash5 % n]), a multicast copy to every other host.\n\n",
-    "Examples (after `netc apply examples/quickstart/intent.ndl`):\n",
-    "  netc trace acme/web1 acme/web2 tcp/80        # delivered, VXLAN VNI 5001 from h1 to h3\n",
-    "  netc trace web1 db1 tcp/22                   # dropped at table 20 (ACL no-ssh-to-db)\n",
-    "  netc trace globex/app1 acme/web2             # never delivered: tenants are apart\n",
-    "  netc trace db1 203.0.113.10 tcp/80 --json    # the VIP: Mux -> a DIP (web1 or web2)\n\n",
-    "Exit codes: 0 the packet reached DST · 1 it did not (dropped or delivered elsewhere) · 2 usage, no lab, OVS missing"
+    "(members[hash5 % n]), a multicast copy to every other host."
+    ),
+    example: concat!(
+        "  (after `netc apply examples/quickstart/intent.ndl`)\n",
+        "  netc trace acme/web1 acme/web2 tcp/80        # delivered, VXLAN VNI 5001 from h1 to h3\n",
+        "  netc trace web1 db1 tcp/22                   # dropped at table 20 (ACL no-ssh-to-db)\n",
+        "  netc trace globex/app1 acme/web2             # never delivered: tenants are apart\n",
+        "  netc trace db1 203.0.113.10 tcp/80 --json    # the VIP: Mux -> a DIP (web1 or web2)"
+    ),
+    exit0: "the packet reached DST",
+    exit1: "it did not (dropped or delivered elsewhere)",
+    exit2: "usage, no lab, or OVS missing",
 ))]
 pub struct TraceArgs {
     /// The sending VM: tenant/vm, vm, or its IP.
@@ -157,7 +163,7 @@ pub fn run(a: TraceArgs) -> Outcome {
     };
     if a.json {
         match serde_json::to_string_pretty(&report) {
-            Ok(s) => println!("{s}"),
+            Ok(s) => super::output::emit(s),
             Err(e) => return Outcome::InputError(format!("cannot print JSON: {e}"), None),
         }
     } else {

@@ -221,6 +221,7 @@ fn compile(intent: &[PathBuf], rules: Option<&Path>) -> Result<Compiled, Outcome
         other => other,
     })?;
     if !findings.is_empty() {
+        super::output::hold_findings(&findings, &c.sources);
         for f in &findings {
             eprint!("{}", f.render(&c.sources));
         }
@@ -296,11 +297,13 @@ fn run_inner(args: &VerifyArgs) -> Result<Outcome, Outcome> {
             Some("give intent files (`netc verify INTENT...`) or `--artifacts DIR`".into()),
         ));
     }
+    let stages = super::output::Stages::start("verify", "compiling the intent");
     let compiled = if args.intent.is_empty() {
         None
     } else {
         Some(compile(args.intent, args.rules)?)
     };
+    stages.set("modelling the artifacts and proving the invariants");
     let tmp;
     let dir = match (args.artifacts, &compiled) {
         (Some(d), _) => d.to_path_buf(),
@@ -372,8 +375,9 @@ fn run_inner(args: &VerifyArgs) -> Result<Outcome, Outcome> {
             r
         }
     };
+    drop(stages);
     if args.json {
-        println!("{}", report.json());
+        super::output::emit(report.json());
     } else {
         print!("{}", report.human());
     }

@@ -15,6 +15,35 @@
 
 pub mod explain;
 
+use std::cell::RefCell;
+
+thread_local! {
+    /// With `--json`, the current line's answer is collected here instead of
+    /// printed, then printed as one JSON line ([`answer_json`]).
+    static CAPTURE: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// Prints an answer's text, or collects it in `--json` mode.
+fn say_text(text: &str) {
+    let printed = CAPTURE.with(|c| match c.borrow_mut().as_mut() {
+        Some(buf) => {
+            buf.push_str(text);
+            true
+        }
+        None => false,
+    });
+    if !printed {
+        print!("{text}");
+    }
+}
+
+macro_rules! say {
+    ($($arg:tt)*) => { say_text(&format!($($arg)*)) };
+}
+macro_rules! sayln {
+    ($($arg:tt)*) => { say_text(&format!("{}\n", format!($($arg)*))) };
+}
+
 use crate::commands::Outcome;
 use crate::serve::pattern::{self, show, show_atom};
 use crate::serve::warm::{Change, IntentText, Warm};
@@ -53,6 +82,8 @@ pub struct ReplArgs<'a> {
     pub intent: &'a [PathBuf],
     pub state: Option<&'a Path>,
     pub rules: Option<&'a Path>,
+    /// Each line's answer as one JSON line on stdout.
+    pub json: bool,
 }
 
 pub fn run(args: ReplArgs) -> Outcome {
@@ -64,14 +95,20 @@ pub fn run(args: ReplArgs) -> Outcome {
         Ok(w) => w,
         Err(o) => return o,
     };
-    let tty = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
+    // --json is for programs: plain lines in, JSON lines out, even on a terminal
+    let tty = !args.json && std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
     let failed = if tty {
         interactive(&mut w, &dir)
     } else {
         let mut failed = false;
         for line in std::io::stdin().lock().lines() {
             let Ok(line) = line else { break };
-            match step(&mut w, &line) {
+            let done = if args.json {
+                answer_json(&mut w, &line)
+            } else {
+                step(&mut w, &line)
+            };
+            match done {
                 Step::Quit => break,
                 Step::Failed => failed = true,
                 Step::Ok => {}
@@ -121,11 +158,48 @@ enum Step {
     Quit,
 }
 
-/// Runs one line, printing its answer (stdout) or its error (stderr).
-fn step(w: &mut Warm, line: &str) -> Step {
+/// Runs one line and prints its answer as one JSON line:
+/// `{"line", "ok": true, "output"}` or `{"line", "ok": false, "error"}`
+/// (blank and comment lines print nothing).
+fn answer_json(w: &mut Warm, line: &str) -> Step {
     let t = line.trim();
     if t.is_empty() || t.starts_with("//") || t.starts_with('%') {
         return Step::Ok;
+    }
+    CAPTURE.with(|c| *c.borrow_mut() = Some(String::new()));
+    let (done, error) = match run_line(w, line) {
+        Ok(s) => (s, None),
+        Err(e) => (Step::Failed, Some(e)),
+    };
+    let output = CAPTURE.with(|c| c.borrow_mut().take()).unwrap_or_default();
+    if matches!(done, Step::Quit) {
+        return done;
+    }
+    let doc = match error {
+        None => serde_json::json!({"line": line, "ok": true, "output": output}),
+        Some(e) => serde_json::json!({"line": line, "ok": false, "error": e}),
+    };
+    println!("{doc}");
+    done
+}
+
+/// Runs one line, printing its answer (stdout) or its error (stderr).
+fn step(w: &mut Warm, line: &str) -> Step {
+    match run_line(w, line) {
+        Ok(s) => s,
+        Err(e) => {
+            eprint!("{e}");
+            Step::Failed
+        }
+    }
+}
+
+/// Runs one line, printing its answer; a failure is returned as the text to
+/// show (a caret under the column for pattern errors).
+fn run_line(w: &mut Warm, line: &str) -> Result<Step, String> {
+    let t = line.trim();
+    if t.is_empty() || t.starts_with("//") || t.starts_with('%') {
+        return Ok(Step::Ok);
     }
     let (cmd, rest) = t
         .split_once(char::is_whitespace)
@@ -133,9 +207,9 @@ fn step(w: &mut Warm, line: &str) -> Step {
     // `rest` is a slice of `line`: where it starts, for carets.
     let rest_at = rest.as_ptr() as usize - line.as_ptr() as usize;
     let result = match cmd {
-        ":quit" | ":q" | ":exit" => return Step::Quit,
+        ":quit" | ":q" | ":exit" => return Ok(Step::Quit),
         ":help" | ":h" => {
-            print!("{HELP}");
+            say!("{HELP}");
             Ok(())
         }
         ":relations" => {
@@ -156,15 +230,9 @@ fn step(w: &mut Warm, line: &str) -> Step {
         ))),
     };
     match result {
-        Ok(()) => Step::Ok,
-        Err(Error::Pattern(e, text)) => {
-            eprint!("{}", e.render(&text));
-            Step::Failed
-        }
-        Err(Error::Plain(m)) => {
-            eprintln!("error: {m}");
-            Step::Failed
-        }
+        Ok(()) => Ok(Step::Ok),
+        Err(Error::Pattern(e, text)) => Err(e.render(&text)),
+        Err(Error::Plain(m)) => Err(format!("error: {m}\n")),
     }
 }
 
@@ -194,7 +262,7 @@ fn query(w: &Warm, text: &str) -> Result<(), Error> {
     let rows = w.query(&pat);
     let vars = pat.variables();
     if vars.is_empty() {
-        println!("{}", if rows.is_empty() { "false." } else { "true." });
+        sayln!("{}", if rows.is_empty() { "false." } else { "true." });
         return Ok(());
     }
     let mut table: Vec<Vec<String>> = rows
@@ -223,8 +291,8 @@ fn query(w: &Warm, text: &str) -> Result<(), Error> {
             .trim_end()
             .to_string()
     };
-    println!("{}", line(&header));
-    println!(
+    sayln!("{}", line(&header));
+    sayln!(
         "{}",
         widths
             .iter()
@@ -233,9 +301,9 @@ fn query(w: &Warm, text: &str) -> Result<(), Error> {
             .join("-+-")
     );
     for r in &table {
-        println!("{}", line(r));
+        sayln!("{}", line(r));
     }
-    println!(
+    sayln!(
         "({} row{})",
         table.len(),
         if table.len() == 1 { "" } else { "s" }
@@ -273,9 +341,9 @@ fn edit(w: &mut Warm, text: &str, insert: bool) -> Result<(), Error> {
 fn explain_cmd(w: &Warm, text: &str) -> Result<(), Error> {
     let (rel, row) = ground(w, text)?;
     let n = explain::explain(w, rel, &row, EXPLAIN_DEPTH);
-    print!("{}", explain::render(&n));
+    say!("{}", explain::render(&n));
     if n.leaf == Some(explain::Leaf::NotDerivable) {
-        println!(
+        sayln!(
             "{} is not derivable",
             show_atom(&w.plan().relations[rel].name, &row)
         );
@@ -308,8 +376,8 @@ fn whatif(w: &mut Warm, file: &str) -> Result<(), Error> {
         })
         .map_err(|e| Error::Plain(e.to_string()))?;
     print_change(&change);
-    println!("verdict: {verdict}");
-    println!("(nothing applied: the session is unchanged)");
+    sayln!("verdict: {verdict}");
+    sayln!("(nothing applied: the session is unchanged)");
     Ok(())
 }
 
@@ -332,7 +400,7 @@ fn plan(w: &mut Warm) -> Result<(), Error> {
         .change(files, |_, _| (false, ()))
         .map_err(|e| Error::Plain(e.to_string()))?;
     print_change(&change);
-    println!("(a plan: nothing applied)");
+    sayln!("(a plan: nothing applied)");
     Ok(())
 }
 
@@ -343,7 +411,7 @@ fn relations(w: &Warm) {
             .iter()
             .map(|c| format!("{}: {}", c.name, c.type_name))
             .collect();
-        println!(
+        sayln!(
             "{}({})  {} rows",
             r.name,
             cols.join(", "),
@@ -354,22 +422,22 @@ fn relations(w: &Warm) {
 
 fn print_change(c: &Change) {
     if c.devices.is_empty() {
-        println!("no device changes");
+        sayln!("no device changes");
     }
     for d in &c.devices {
-        println!("{}: +{} -{}", d.device, d.added.len(), d.removed.len());
+        sayln!("{}: +{} -{}", d.device, d.added.len(), d.removed.len());
         for (r, row) in &d.removed {
-            println!("  - {}", show_atom(r, row));
+            sayln!("  - {}", show_atom(r, row));
         }
         for (r, row) in &d.added {
-            println!("  + {}", show_atom(r, row));
+            sayln!("  + {}", show_atom(r, row));
         }
     }
     for f in &c.findings {
-        print!("{f}");
+        say!("{f}");
     }
     if !c.findings.is_empty() {
-        println!("{} problem(s) in the intent now", c.findings.len());
+        sayln!("{} problem(s) in the intent now", c.findings.len());
     }
 }
 
