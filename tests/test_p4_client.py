@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "targets"))
@@ -276,3 +278,41 @@ def test_the_device_config_file_is_read_only_when_the_pipeline_is_set(switch, tm
     r = apply(tmp_path / "missing.bin")  # kept: never opened
     assert r.returncode == 0 and "0 updates applied" in r.stderr, r.stderr
     assert svc.pipelines_set == 1
+
+
+def _reconcile_case(ix):
+    """(desired request, stray table entries of another switch whose keys it lacks)."""
+    desired = golden("duet", "tor1")
+    keys = {entity_key(u.entity) for u in desired.updates}
+    strays = [u.entity for u in golden("duet", "tor2").updates
+              if u.entity.WhichOneof("entity") == "table_entry" and not u.entity.table_entry.is_default_action
+              and entity_key(u.entity) not in keys and not u.entity.table_entry.action.WhichOneof("type") == "action_profile_member_id"]
+    return desired, strays
+
+
+@given(data=st.data())
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_diff_counts_exactly_what_apply_then_changes_from_any_starting_state(switch, ix, data):
+    """From any mix — some of the desired entities lost, some foreign entries
+    added behind netc's back — `diff --check-pipeline` names exactly that many
+    updates, `apply` sends exactly those, and the switch then holds the file."""
+    addr, svc = switch
+    desired, strays = _reconcile_case(ix)
+    assert strays, "the case needs entries only another switch has"
+    with P4RuntimeClient(addr, 7, ix, "tor1") as c:
+        if c.ensure_pipeline(ix.info) == "set":  # the first example; the others start from its result
+            c.apply(desired)
+            svc.full = dict(svc.store)
+        svc.store = dict(svc.full)
+        held = sorted(svc.store)
+        lost = data.draw(st.lists(st.sampled_from(held), unique=True, max_size=len(held)), label="lost")
+        extra = data.draw(st.lists(st.sampled_from(strays), unique_by=entity_key, max_size=len(strays)), label="extra")
+        for k in lost:  # out of band: the stand-in's table, not through netc
+            del svc.store[k]
+        for e in extra:
+            svc.store[entity_key(e)] = e
+        d = c.diff(desired, check_pipeline=True)
+        assert len(d) == len(lost) + len(extra), d
+        assert sum(x.startswith("DELETE") for x in d) == len(extra)
+        assert c.apply(desired) == len(d)
+        assert state(svc) == want(desired) and c.diff(desired, check_pipeline=True) == []
