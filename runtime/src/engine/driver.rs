@@ -7,8 +7,8 @@
 //!   dataflow (`render::build`) and then wait for [`Command`]s.
 //! - [`Workers::run`] is one epoch: every worker gets the same batch (an
 //!   `Arc`) and inserts its stride of it (update i goes to worker
-//!   i mod workers; the dataflow exchanges data by key anyway), advances all
-//!   inputs to `epoch + 1`, steps until its probe passes `epoch + 1`, and
+//!   i mod workers; the dataflow exchanges data by key anyway), advances the
+//!   input to `epoch + 1`, steps until its probe passes `epoch + 1`, and
 //!   replies with the updates its capture buffer gathered — exactly that
 //!   epoch's, since no later data exists yet. The driver concatenates the
 //!   replies; consolidation is the caller's.
@@ -360,16 +360,12 @@ fn worker_loop(
             Ok(Command::Commit { epoch, data }) => {
                 for (_, (rel, t, d)) in data.iter().enumerate().filter(|(i, _)| i % peers == index)
                 {
-                    if let Some(input) = b.inputs.get_mut(*rel) {
-                        input.update(t.clone(), *d);
-                    }
+                    b.input.update((*rel, t.clone()), *d);
                 }
                 drop(data);
                 let next = epoch + 1;
-                for input in &mut b.inputs {
-                    input.advance_to(next);
-                    input.flush();
-                }
+                b.input.advance_to(next);
+                b.input.flush();
                 while b.probe.less_than(&next) {
                     if aborted(abort) {
                         return;

@@ -3,19 +3,28 @@
 //! Expects: a plan accepted by `validate::plan`; every worker calls
 //! [`build`] with the same plan, so all build the same dataflow.
 //! Guarantees:
-//! - One input per relation (base facts, already a set — the driver
-//!   dedups), plus a constant one-row "unit" input for `Source::Unit`.
+//! - One input for the base facts of every relation, as `(relation,
+//!   tuple)` pairs (already a set — the driver dedups), split into one
+//!   collection per relation by a single `Partition` operator; plus a
+//!   constant one-row "unit" input for `Source::Unit`. One input means one
+//!   frontier to advance per epoch: timely's progress tracking then moves a
+//!   single capability instead of one per relation (which made every commit
+//!   cost time proportional to the number of relations).
 //! - Strata are rendered in order. A non-recursive stratum makes each of its
 //!   relations `distinct(base ∪ rule outputs)`. A recursive stratum is one
 //!   iterative scope (`u32` rounds) with a `Variable` per relation (mutual
 //!   recursion), lower-strata collections/arrangements entered, the same
 //!   distinct per round, and the results left back out.
-//! - Every relation's final collection is attached to [`Built::probe`]; those
-//!   of derived relations (in a stratum) are first inspected into
-//!   [`Built::captured`]. Once the probe passes epoch `e + 1` the capture
-//!   buffer holds all of epoch `e`'s derived changes on this worker (not
-//!   consolidated across workers). Input-only relations are not captured:
-//!   their changes are the driver's own base-fact changes.
+//! - The final collections of all derived relations (in a stratum) feed ONE
+//!   capture operator (one input per relation, never scheduled for frontier
+//!   changes alone) that appends their updates to [`Built::captured`]; its
+//!   empty output is attached to [`Built::probe`]. Once the probe passes
+//!   epoch `e + 1` the capture buffer holds all of epoch `e`'s derived
+//!   changes on this worker (not consolidated across workers). Input-only
+//!   relations are not captured: their changes are the driver's own
+//!   base-fact changes. One operator instead of an inspect and a probe per
+//!   relation: probes are scheduled on every frontier change, so N of them
+//!   were N operator runs per commit.
 //! - Arrangements are shared per scope through [`Env`]; the environment is
 //!   dropped when building ends, so no trace handle outlives the dataflow's
 //!   own operators (compaction is never held back).
@@ -27,20 +36,26 @@ use super::body::{render_rule, scan_join};
 use super::tuple::Tuple;
 use differential_dataflow::input::InputSession;
 use differential_dataflow::operators::iterate::VecVariable;
+use differential_dataflow::AsCollection;
 use netc_compiler::plan::{Body, Plan, RelId, Source, Step, Stratum};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
+use timely::container::CapacityContainerBuilder;
+use timely::dataflow::channels::pact::Pipeline;
+use timely::dataflow::operators::core::{Partition, Probe};
+use timely::dataflow::operators::generic::builder_rc::OperatorBuilder;
 use timely::dataflow::{ProbeHandle, Scope};
 use timely::order::Product;
+use timely::progress::operate::FrontierInterest;
 
 /// Captured `(relation, tuple, diff)` updates of the current epoch.
 pub type Captured = Rc<RefCell<Vec<(RelId, Tuple, isize)>>>;
 
 /// What a worker keeps after building: its inputs and observation points.
 pub struct Built {
-    /// One input per relation, indexed by `RelId`.
-    pub inputs: Vec<InputSession<u64, Tuple, isize>>,
+    /// The base facts of every relation, tagged with its id.
+    pub input: InputSession<u64, (RelId, Tuple), isize>,
     /// The one-row input behind `Source::Unit`, until [`Built::start`].
     unit: Option<InputSession<u64, Tuple, isize>>,
     pub probe: ProbeHandle<u64>,
@@ -67,13 +82,17 @@ pub fn build(scope: Scope<'_, u64>, plan: &Plan) -> Result<Built, String> {
     let arities: Rc<[usize]> = plan.relations.iter().map(|r| r.arity()).collect();
     let counters = Rc::new(Counters::default());
 
-    let mut inputs = Vec::with_capacity(names.len());
-    let mut base = Vec::with_capacity(names.len());
-    for _ in plan.relations.iter() {
-        let mut input = InputSession::new();
-        base.push(input.to_collection(scope));
-        inputs.push(input);
-    }
+    let mut input = InputSession::new();
+    let base: Vec<Coll<'_, u64>> = input
+        .to_collection(scope)
+        .inner
+        .partition::<CapacityContainerBuilder<Vec<(Tuple, u64, isize)>>, _, _>(
+            names.len() as u64,
+            |((rel, t), time, diff)| (rel as u64, (t, time, diff)),
+        )
+        .into_iter()
+        .map(|s| s.as_collection())
+        .collect();
     // Filled (worker 0) and closed by `Built::start`, after construction:
     // data sent into an input while the dataflow is still being built never
     // reaches a loop it is entered into (timely 0.32), and the loop never
@@ -103,29 +122,53 @@ pub fn build(scope: Scope<'_, u64>, plan: &Plan) -> Result<Built, String> {
 
     let probe = ProbeHandle::new();
     let captured: Captured = Rc::new(RefCell::new(Vec::new()));
+    let mut derived = Vec::new();
     for (rel, c) in env.rels.iter().enumerate() {
         let c = c
             .clone()
             .ok_or_else(|| format!("relation {} was never rendered", names[rel]))?;
-        if !in_stratum[rel] {
-            // An input-only relation's changes are known to the driver.
-            c.probe_with(&probe);
-            continue;
+        // An input-only relation's changes are known to the driver.
+        if in_stratum[rel] {
+            derived.push((rel, c));
         }
-        let buf = captured.clone();
-        c.inspect_batch(move |_, data| {
-            buf.borrow_mut()
-                .extend(data.iter().map(|(t, _, d)| (rel, t.clone(), *d)))
-        })
-        .probe_with(&probe);
     }
+    capture(scope, derived, captured.clone(), &probe);
     Ok(Built {
-        inputs,
+        input,
         unit: Some(unit_input),
         probe,
         captured,
         counters,
     })
+}
+
+/// One operator appending every given relation's updates to `buf` (see
+/// module docs); `probe` observes its output, whose frontier is the least of
+/// its inputs' (it holds no capability).
+fn capture<'s>(
+    scope: Scope<'s, u64>,
+    colls: Vec<(RelId, Coll<'s, u64>)>,
+    buf: Captured,
+    probe: &ProbeHandle<u64>,
+) {
+    let mut builder = OperatorBuilder::new("Capture".to_owned(), scope);
+    let mut inputs = Vec::with_capacity(colls.len());
+    for (i, (rel, c)) in colls.into_iter().enumerate() {
+        inputs.push((rel, builder.new_input(c.inner, Pipeline)));
+        // Only data needs handling; frontiers reach the probe regardless.
+        builder.set_notify_for(i, FrontierInterest::Never);
+    }
+    let (_output, stream) = builder.new_output::<Vec<()>>();
+    builder.build(move |capabilities| {
+        drop(capabilities);
+        move |_frontiers| {
+            let mut out = buf.borrow_mut();
+            for (rel, input) in inputs.iter_mut() {
+                input.for_each(|_, data| out.extend(data.drain(..).map(|(t, _, d)| (*rel, t, d))));
+            }
+        }
+    });
+    stream.probe_with(probe);
 }
 
 /// `distinct(concat(parts))`, registered as the relation's collection and
