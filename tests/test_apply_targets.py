@@ -378,3 +378,29 @@ def test_a_missing_device_config_is_located_before_anything_is_pushed(fabric, ba
     assert "hint" in r.stderr and "Traceback" not in r.stderr and "panicked" not in r.stderr
     assert all(svc.config is None and svc.writes == 0 for _, svc in bare_switches.values())
     assert not (state / "state.db").exists() or committed(state)[0] is None
+
+
+def test_a_failed_first_apply_empties_the_bare_switches_it_reached_and_keeps_their_pipeline(
+        fabric, bare_switches, tmp_path):
+    """Emptied of entries; what stays is the pipeline and the keyless
+    switch_config's default action (netc resets no default it is not given:
+    P4Runtime cannot tell a program's initial default from one set later)."""
+    ix = p4info.load()
+    state = tmp_path / "state"
+    addr2, svc2 = bare_switches["tor2"]
+    with P4RuntimeClient(addr2, 1, ix, "tor2", election_id=(0, 1)) as c:
+        c.set_pipeline(foreign_p4info(ix))
+    inv = full_inventory(tmp_path / "inv.toml", fabric, bare_switches, {})
+    r = netc("apply", "--json", "--state", state, "--inventory", inv, QUICKSTART)
+    assert r.returncode == 1, r.stdout + r.stderr
+    out = json.loads(r.stdout)
+    assert out["error"]["device"] == "tor2" and out["committed"] is False
+    assert {"agg1", "agg2", "tor1"} <= set(out["restored"]), out["restored"]
+    for sw in ("agg1", "agg2", "tor1"):
+        svc = bare_switches[sw][1]
+        assert svc.writes > 0, sw
+        left = [e.table_entry for e in svc.store.values()]
+        assert [(te.table_id, te.is_default_action) for te in left] == [(ix.names["NetcIngress.switch_config"], True)], sw
+        assert serialized(svc.config.p4info) == serialized(ix.info), sw
+    assert svc2.writes == 0 and svc2.store == {}
+    assert committed(state)[0] is None
