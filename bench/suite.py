@@ -151,7 +151,9 @@ def verification(preset: str, args, work: Path) -> dict:
     if not script.exists():
         return {"status": "not measured (bench/verify/run.py absent)"}
     out = work / f"verify-{preset}.json"
-    cmd = [sys.executable, str(script), "--preset", preset, "--changes", "100", "--json", str(out), "--mem-limit", str(int(args.cap_gb * 1e9))]
+    cmd = [sys.executable, str(script), "--preset", preset, "--changes", str(args.verify_changes), "--json", str(out), "--mem-limit", str(int(args.cap_gb * 1e9))]
+    if args.skip_build:
+        cmd.append("--skip-build")
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
     except subprocess.TimeoutExpired:
@@ -187,7 +189,7 @@ def p(d: dict, *keys, default=None):
 
 
 def table(results: list[dict]) -> str:
-    lines = ["| preset | compile wall s | compile CPU s | peak RSS GB | flows | " + " | ".join(f"{k} p50/p99 ms" for k in KINDS) + " | scratch s (sampled) | speedup (scratch / p50) |"]
+    lines = ["| preset | compile wall s | compile CPU s | peak RSS GB | flows | " + " | ".join(f"{k} p50/p99 ms (CPU p50)" for k in KINDS) + " | scratch s (sampled) | speedup (scratch / p50) |"]
     lines.append("|" + "---|" * (6 + len(KINDS) + 1))
     for r in results:
         c = r["compile"]
@@ -197,8 +199,9 @@ def table(results: list[dict]) -> str:
         p50s = []
         for k in KINDS:
             lat = p(w, "changes", k, "latency_ms")
+            cpu = p(w, "changes", k, "cpu_ms", "p50")
             if lat:
-                cells.append(f"{lat['p50']:.2f} / {lat['p99']:.2f}")
+                cells.append(f"{lat['p50']:.2f} / {lat['p99']:.2f}" + (f" (CPU {cpu:.1f})" if cpu is not None else ""))
                 p50s.append(lat["p50"])
             else:
                 cells.append("—")
@@ -287,6 +290,7 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=1200.0, help="per step, seconds")
     ap.add_argument("--hoverboard-vms", type=int, nargs="*", default=[1000, 10000, 100000])
     ap.add_argument("--verify", nargs="*", default=["S"], help="presets to run bench/verify/run.py on")
+    ap.add_argument("--verify-changes", type=int, default=100, help="one-VM changes re-verified incrementally per preset (default 100)")
     ap.add_argument("--quick", action="store_true", help="S only, 50 changes, no scaling or verification")
     ap.add_argument("--skip-build", action="store_true")
     ap.add_argument("--out", type=Path, default=None, help="JSON path (default bench/results/suite-<date>-<commit>.json)")

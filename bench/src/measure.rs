@@ -67,6 +67,23 @@ pub fn cpu_seconds() -> Option<f64> {
     Some(ticks / 100.0) // USER_HZ is 100 on Linux
 }
 
+/// CPU time of this process's live threads, nanoseconds: the sum of the
+/// first field of `/proc/self/task/*/schedstat` (time on a CPU). Unlike
+/// [`cpu_seconds`] it has nanosecond resolution, so one change can be
+/// measured; unlike wall time it does not grow with the machine's load
+/// (the benchmark machine is shared). `None` off Linux.
+pub fn thread_cpu_ns() -> Option<u64> {
+    let mut total = 0u64;
+    for task in std::fs::read_dir("/proc/self/task").ok()? {
+        let path = task.ok()?.path().join("schedstat");
+        // A thread may exit between listing and reading; it then counts 0.
+        if let Ok(text) = std::fs::read_to_string(path) {
+            total += text.split_whitespace().next()?.parse::<u64>().ok()?;
+        }
+    }
+    Some(total)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -78,5 +95,15 @@ mod tests {
         assert_eq!(percentile(&s, 99.0), 990.0);
         assert_eq!(percentile(&s, 100.0), 1000.0);
         assert_eq!(percentile(&[3.0], 50.0), 3.0);
+    }
+
+    #[test]
+    fn thread_cpu_grows_with_work() {
+        let before = thread_cpu_ns().expect("Linux /proc");
+        let mut x = 0u64;
+        for i in 0..20_000_000u64 {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(i));
+        }
+        assert!(thread_cpu_ns().expect("Linux /proc") > before, "{x}");
     }
 }
