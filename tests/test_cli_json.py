@@ -184,3 +184,21 @@ def test_compile_on_a_terminal_shows_a_spinner_and_colour(netc_bin, tmp_path):
     r = netc(netc_bin, "compile", str(QUICKSTART), "--out", str(tmp_path / "d"))
     assert r.returncode == 0 and "compiled 1 intent file" in r.stderr, r.stderr
     assert "\x1b" not in r.stderr and "\x1b" not in r.stdout, r.stderr
+
+
+def test_plan_on_a_terminal_shows_its_stages_and_errors_stay_readable(netc_bin, tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+    env["TERM"] = "xterm"
+    code, shown = _on_pty([netc_bin, "plan", str(QUICKSTART), "--state", str(tmp_path / "st")], env)
+    assert code == 0, shown
+    assert b"plan: compiling the rules" in shown and b"plan: diffing against the last generation" in shown, shown
+    assert SGR_COLOUR.search(shown), shown  # +adds green, -removes red
+    # the spinner is cleared before diagnostics: their lines arrive whole
+    (tmp_path / "bad.ndl").write_text(BAD_NDL)
+    code, shown = _on_pty([netc_bin, "compile", str(tmp_path / "bad.ndl"), "--out", str(tmp_path / "o")], env)
+    assert code == 1, shown
+    # the screen: per line, what is left after the last carriage return (the
+    # spinner's redraws return to column 0 and clear the line)
+    screen = [ln.rstrip("\r").split("\r")[-1].replace("\x1b[2K", "") for ln in shown.decode(errors="replace").split("\n")]
+    assert any(ln.startswith("error[E0001]: expected `,` or `)` after an argument") for ln in screen), screen
+    assert any(re.fullmatch(r"  --> .*bad\.ndl:1:8", ln) for ln in screen), screen

@@ -16,6 +16,7 @@ What is asserted:
 
 from __future__ import annotations
 
+import json
 import os
 import pty
 import re
@@ -104,6 +105,23 @@ def test_explain_cites_intent_lines_that_hold_the_facts(netc_bin):
         assert text[int(col) - 1 :].startswith(fact), (fact, text)
     r = repl(netc_bin, [':explain vm("acme", "nobody", 02:00:00:00:00:99, 10.9.9.9, "h1").'], QUICKSTART)
     assert "not derivable" in r.stdout
+
+
+def test_json_mode_answers_each_line_with_one_json_line(netc_bin):
+    lines = ['?- vm(T, N, _, _, "h1").', "", "% a comment", "?- vm(T, N, _, 300.1.1.1, H).", ":help"]
+    r = subprocess.run(
+        [netc_bin, "repl", str(QUICKSTART), "--json"],
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 1, r.stderr  # a line failed
+    docs = [json.loads(x) for x in r.stdout.splitlines()]
+    assert [d["line"] for d in docs] == [lines[0], lines[3], lines[4]], "blank and comment lines answer nothing"
+    assert docs[0]["ok"] is True and "(2 rows)" in docs[0]["output"] and '"web1"' in docs[0]["output"]
+    assert docs[1]["ok"] is False and "300.1.1.1" in docs[1]["error"] and "^" in docs[1]["error"]
+    assert docs[2]["ok"] is True and ":whatif" in docs[2]["output"]
 
 
 class Terminal:

@@ -96,7 +96,7 @@ pub fn run(a: AgentArgs) -> Outcome {
         Ok(()) => {
             if a.json {
                 super::output::emit(
-                    &serde_json::json!({"host": host, "stopped": true, "once": a.once}),
+                    serde_json::json!({"host": host, "stopped": true, "once": a.once}),
                 );
             }
             Outcome::Ok

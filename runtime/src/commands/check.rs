@@ -61,7 +61,7 @@ pub fn run(args: CheckArgs) -> Outcome {
 fn ok(plan: &Plan, c: &Compilation) {
     if output::json() {
         let rules: usize = plan.strata.iter().map(|s| s.rules.len()).sum();
-        output::emit(&serde_json::json!({
+        output::emit(serde_json::json!({
             "ok": true,
             "relations": plan.relations.len(),
             "rules": rules,

@@ -75,7 +75,7 @@ pub fn run(args: CompileArgs) -> Outcome {
         );
     }
     if output::json() {
-        output::emit(&serde_json::json!({
+        output::emit(serde_json::json!({
             "out": args.out,
             "intent_files": args.intent.len(),
             "relations": relations,

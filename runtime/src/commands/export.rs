@@ -57,7 +57,7 @@ pub fn run(files: &[PathBuf], facts_dir: Option<&Path>, facts_out: Option<&Path>
         }
     }
     if output::json() {
-        output::emit(&serde_json::json!({"souffle": text, "facts_out": facts_out}));
+        output::emit(serde_json::json!({"souffle": text, "facts_out": facts_out}));
     } else {
         print!("{text}");
     }

@@ -162,7 +162,7 @@ pub fn run(preset: Preset, knobs: &Knobs, out: &Path) -> Outcome {
         Some(w) => format!("{} ({} bytes)", out.display(), w.bytes),
     };
     if output::json() {
-        output::emit(&serde_json::json!({
+        output::emit(serde_json::json!({
             "out": out,
             "files": written.as_ref().map(|w| w.files.len()),
             "bytes": written.as_ref().map(|w| w.bytes),

@@ -62,6 +62,7 @@ impl Outcome {
             }
         }
         if let Some(msg) = message {
+            output::clear_progress();
             eprintln!("{} {msg}", output::Paint::stderr().red("error:"));
             if let Some(h) = hint {
                 eprintln!("   = hint: {h}");
@@ -85,6 +86,7 @@ pub fn report(c: &Compilation) -> bool {
         output::hold_diagnostics(c);
     }
     if !c.diagnostics.items.is_empty() {
+        output::clear_progress();
         eprint!("{}", c.diagnostics.render_all(&c.sources));
     }
     let errors = c.diagnostics.error_count();

@@ -3,9 +3,12 @@
 //!
 //! The rule (also in every command's `--help`, via [`after_help!`]): with
 //! `--json`, stdout carries only JSON — one document, or JSON lines for the
-//! commands that stream (`run --updates`, `repl`) — and a failure is a JSON
-//! document `{"error": {"exit": N, "message": ..., ...}}` on stdout too;
-//! human-readable messages still go to stderr. Without `--json`, results go to
+//! commands that stream (`run --updates`, `repl`, `serve`) — and a failure
+//! is a JSON document `{"error": {"exit": N, "message": ..., ...}}` on stdout
+//! too, printed once at the edge (`Outcome::exit`) with the real exit code:
+//! a command only *holds* what its failure found (diagnostics, findings),
+//! and nothing is added after a command printed its own JSON answer
+//! ([`emit`]). Human-readable messages still go to stderr. Without `--json`, results go to
 //! stdout as text and errors to stderr. Progress bars are drawn on stderr
 //! only when stderr is a terminal and `--json` is off; colour only when the
 //! stream is a terminal and `NO_COLOR` is unset.
@@ -22,6 +25,9 @@ static EMITTED: AtomicBool = AtomicBool::new(false);
 /// What a failure found (diagnostics, findings), held until the edge knows
 /// the exit code and prints the one failure document ([`failure`]).
 static HELD: Mutex<Option<Held>> = Mutex::new(None);
+/// The spinner being drawn, so text for people can clear it first
+/// ([`clear_progress`]) instead of being drawn over.
+static SPINNER: Mutex<Option<indicatif::ProgressBar>> = Mutex::new(None);
 
 struct Held {
     message: String,
@@ -213,6 +219,9 @@ impl Stages {
         }
         s.set_message(first.to_string());
         s.enable_steady_tick(Duration::from_millis(120));
+        if let Ok(mut current) = SPINNER.lock() {
+            *current = Some(s.clone());
+        }
         Stages(Some(s))
     }
 
@@ -225,9 +234,17 @@ impl Stages {
 
 impl Drop for Stages {
     fn drop(&mut self) {
-        if let Some(s) = &self.0 {
-            s.finish_and_clear();
+        if self.0.is_some() {
+            clear_progress();
         }
+    }
+}
+
+/// Clears the spinner (if one is drawn) before text for people goes to
+/// stderr: diagnostics, findings, an error.
+pub fn clear_progress() {
+    if let Some(s) = SPINNER.lock().ok().and_then(|mut c| c.take()) {
+        s.finish_and_clear();
     }
 }
 

@@ -70,8 +70,11 @@ pub fn stage_intent(
     rules: Option<&Path>,
     store: Option<&Store>,
 ) -> Result<Staged, Outcome> {
+    let stages =
+        super::output::Stages::start("plan", "compiling the rules and evaluating the intent");
     let ev = evaluate_intent(files, rules, 1)?;
     if !ev.findings.is_empty() {
+        drop(stages);
         super::output::hold_findings(&ev.findings, &ev.compilation.sources);
         for f in &ev.findings {
             eprint!("{}", f.render(&ev.compilation.sources));
@@ -83,6 +86,7 @@ pub fn stage_intent(
         return Err(Outcome::ProgramErrors);
     }
     let gen = candidate::build(files, &ev).map_err(|e| Outcome::InputError(e.to_string(), None))?;
+    stages.set("diffing against the last generation and verifying");
     let mut staged = stage(gen, store)?;
     staged.evaluated = Some(ev);
     Ok(staged)

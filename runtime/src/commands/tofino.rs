@@ -83,7 +83,7 @@ pub fn run(dir: &Path) -> Outcome {
                     .iter()
                     .map(|(sw, ns)| (sw.clone(), serde_json::json!(ns)))
                     .collect();
-                output::emit(&serde_json::json!({"out": out, "sizes": switches}));
+                output::emit(serde_json::json!({"out": out, "sizes": switches}));
             }
             eprintln!(
                 "wrote the Tofino modulo entries of {k} switch{} to {}",
