@@ -240,6 +240,7 @@ def test_bare_switches_get_the_pipeline_then_entries_and_status_plan_rollback_se
     # 2. status: every device in sync (the recorded inventory reaches the switches)
     rc, devs = status_of(state)
     assert rc == 0 and {d: v["state"] for d, v in devs.items()} == dict.fromkeys([*QS_HOSTS, *QS_SWITCHES], "in-sync")
+    assert all(v["drift"] == 0 for v in devs.values()), devs
     # an out-of-band controller (same election id) deletes two of tor2's entries
     addr2, svc2 = bare_switches["tor2"]
     victims = [e for e in svc2.store.values()
@@ -250,7 +251,8 @@ def test_bare_switches_get_the_pipeline_then_entries_and_status_plan_rollback_se
     rc, devs = status_of(state)
     assert rc == 1
     assert devs["tor2"]["state"] == "drifted" and devs["tor2"]["detail"] == "2 entries differ", devs["tor2"]
-    assert all(v["state"] == "in-sync" for d, v in devs.items() if d != "tor2")
+    assert devs["tor2"]["drift"] == 2
+    assert all(v["state"] == "in-sync" and v["drift"] == 0 for d, v in devs.items() if d != "tor2")
     r = netc("status", "--state", state)
     assert any(ln.split()[:3] == ["tor2", "p4", "drifted"] and "2 entries differ" in ln
                for ln in r.stdout.splitlines()), r.stdout
@@ -309,6 +311,7 @@ def test_a_switch_running_another_program_aborts_and_every_device_goes_back(fabr
     writes2 = svc2.writes
     rc, devs = status_of(state)
     assert rc == 1 and "another P4 program" in devs["tor2"]["detail"], devs["tor2"]
+    assert devs["tor2"]["state"] == "unreachable" and devs["tor2"]["drift"] is None
 
     changed = moved_web2(tmp_path)
     new = compiled(changed, tmp_path / "c1")

@@ -4,7 +4,8 @@
 //! interrupted apply if its journal is there, and per device whether it
 //! drifted: a reconcile dry run (OVS: dump and diff by cookie; agent: compare
 //! the files; P4: `p4client diff` — Read and compare, a missing pipeline
-//! counts, a foreign one is an error). Devices:
+//! counts, a foreign one is an error); `--json` gives each device's `drift`
+//! count (0 in sync, null when unknown). Devices:
 //! `--inventory FILE`, else the routes the generation recorded.
 //! Exit 0 every device in sync, 1 drift, an unreachable device or an
 //! interrupted apply, 2 usage/input/state errors.
@@ -52,14 +53,17 @@ fn run_inner(state: Option<&Path>, inv: Option<&Path>, json: bool) -> Result<Out
     let mut devices = Vec::new();
     let mut trouble = interrupted.is_some();
     for t in &inventory.targets {
-        let (state, detail) = match push::drift(t, &carried(&outputs, t), &inventory.defaults) {
+        let drift = push::drift(t, &carried(&outputs, t), &inventory.defaults);
+        let (state, detail) = match &drift {
             Ok(Some(0)) => ("in-sync", String::new()),
             Ok(Some(n)) => ("drifted", format!("{n} entries differ")),
             Ok(None) => ("unchecked", "no dry run for this target".to_string()),
-            Err(e) => ("unreachable", e.reason),
+            Err(e) => ("unreachable", e.reason.clone()),
         };
         trouble |= state == "drifted" || state == "unreachable";
-        devices.push((t, state, detail));
+        // the count itself, for --json readers: 0 in sync, null when not known
+        let count = drift.ok().flatten();
+        devices.push((t, state, detail, count));
     }
     if json {
         let v = serde_json::json!({
@@ -72,8 +76,9 @@ fn run_inner(state: Option<&Path>, inv: Option<&Path>, json: bool) -> Result<Out
             "verdict": last.verdict.as_str(),
             "forced": last.forced,
             "interrupted": interrupted.as_ref().map(|j| serde_json::json!({"pid": j.pid, "started": utc_text(j.started)})),
-            "devices": devices.iter().map(|(t, st, d)| serde_json::json!({
+            "devices": devices.iter().map(|(t, st, d, n)| serde_json::json!({
                 "device": t.device, "route": t.route.kind(), "address": t.route.address(), "state": st, "detail": d,
+                "drift": n,
             })).collect::<Vec<_>>(),
         });
         println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
@@ -106,7 +111,7 @@ fn run_inner(state: Option<&Path>, inv: Option<&Path>, json: bool) -> Result<Out
             .map(|(t, ..)| t.device.len())
             .max()
             .unwrap_or(0);
-        for (t, st, d) in &devices {
+        for (t, st, d, _) in &devices {
             let shown = match *st {
                 "in-sync" => paint.green(st),
                 "unchecked" => st.to_string(),
