@@ -165,6 +165,8 @@ struct Kind {
     retraced: Vec<f64>,
     /// Per change: diff, path checks, table checks (ms).
     phases: Vec<[f64; 3]>,
+    /// Summed over the changes: VMs re-traced that met each kind of change.
+    met: BTreeMap<&'static str, usize>,
 }
 
 impl Kind {
@@ -188,6 +190,7 @@ impl Kind {
             "rechecked_vms_max": rc.last().copied().unwrap_or(0.0),
             "retraced_vms_p50": pct(&rt, 50.0),
             "retraced_vms_max": rt.last().copied().unwrap_or(0.0),
+            "retraced_vms_met": self.met,
             "p50_phase_ms": {
                 "diff": pct(&sorted(&self.phases.iter().map(|p| p[0]).collect::<Vec<_>>()), 50.0),
                 "paths": pct(&sorted(&self.phases.iter().map(|p| p[1]).collect::<Vec<_>>()), 50.0),
@@ -252,6 +255,9 @@ fn run() -> Result<(), String> {
         k.retraced.push(up.retraced as f64);
         k.phases
             .push([up.diff_millis, up.paths_millis, up.tables_millis]);
+        for (w, n) in &up.met {
+            *k.met.entry(w).or_default() += n;
+        }
         fulls += usize::from(up.full);
         Ok::<f64, String>(up.millis)
     };
@@ -291,6 +297,9 @@ fn run() -> Result<(), String> {
         acc.rechecked.extend(&k.rechecked);
         acc.retraced.extend(&k.retraced);
         acc.phases.extend(&k.phases);
+        for (w, n) in &k.met {
+            *acc.met.entry(w).or_default() += n;
+        }
         acc
     });
     let mut summary = all.summary();

@@ -180,6 +180,9 @@ const MAX_RESUBMIT: usize = 64;
 /// A table and the values of the fields its flows match.
 type TableKey = (u8, Vec<Val>);
 
+/// Parsed flows by their (match, actions) text, for [`Bridge::rebuilt`].
+type Parsed<'a> = HashMap<(&'a str, &'a str), Vec<&'a Flow>>;
+
 impl Bridge {
     pub fn new(
         name: &str,
@@ -187,16 +190,55 @@ impl Bridge {
         flows: &[FlowText],
         groups: &[GroupText],
     ) -> Result<Bridge, FlowError> {
+        Bridge::build(name, index, flows, groups, HashMap::new())
+    }
+
+    /// The bridge `old` becomes with these flows and groups: a flow whose
+    /// match and actions text `old` already parsed takes a copy of the
+    /// parsed form (an update of a bridge of thousands of flows parses only
+    /// the few it added). `old` is left as it was.
+    pub fn rebuilt(
+        old: &Bridge,
+        flows: &[FlowText],
+        groups: &[GroupText],
+    ) -> Result<Bridge, FlowError> {
+        let mut parsed: Parsed = HashMap::new();
+        for f in old.flows.iter().rev() {
+            parsed
+                .entry((f.text.matches.as_str(), f.text.actions.as_str()))
+                .or_default()
+                .push(f);
+        }
+        Bridge::build(&old.name, old.index, flows, groups, parsed)
+    }
+
+    fn build<'a>(
+        name: &str,
+        index: u32,
+        flows: &'a [FlowText],
+        groups: &[GroupText],
+        mut parsed: Parsed<'a>,
+    ) -> Result<Bridge, FlowError> {
         let mut fl = Vec::new();
         for f in flows {
             let e = |source| FlowError {
                 at: f.at.clone(),
                 source,
             };
+            let known = parsed
+                .get_mut(&(f.matches.as_str(), f.actions.as_str()))
+                .and_then(Vec::pop);
+            let (matches, actions) = match known {
+                Some(p) => (p.matches.clone(), p.actions.clone()),
+                None => (
+                    ofctl::parse_match(&f.matches).map_err(e)?,
+                    ofctl::parse_actions(&f.actions).map_err(e)?,
+                ),
+            };
             fl.push(Flow {
                 text: f.clone(),
-                matches: ofctl::parse_match(&f.matches).map_err(e)?,
-                actions: ofctl::parse_actions(&f.actions).map_err(e)?,
+                matches,
+                actions,
             });
         }
         let mut tables: BTreeMap<u8, Vec<u32>> = BTreeMap::new();
@@ -242,6 +284,54 @@ impl Bridge {
             cache: RefCell::new(HashMap::new()),
             reads: RefCell::new(None),
         })
+    }
+
+    /// Takes over `old`'s cached table lookups that this bridge would
+    /// compute alike: same table, same fields matched, and `keep` says no
+    /// flow added or removed there can match the values (`flows` maps
+    /// `old`'s flow indices to this bridge's; a flow it lacks drops the
+    /// entry). Saves an update re-tracing through a rebuilt bridge from
+    /// recomputing every lookup.
+    pub fn carry_cache(
+        &self,
+        old: Bridge,
+        flows: Option<&[Option<u32>]>,
+        keep: impl Fn(u8, &[(Field, Val)]) -> bool,
+    ) {
+        let mut mine = self.cache.borrow_mut();
+        'entry: for ((table, vals), app) in old.cache.into_inner() {
+            let fields = self.keys.get(&table);
+            if fields != old.keys.get(&table) {
+                continue;
+            }
+            let key: Vec<(Field, Val)> = fields
+                .into_iter()
+                .flatten()
+                .copied()
+                .zip(vals.iter().copied())
+                .collect();
+            if !keep(table, &key) {
+                continue;
+            }
+            let app = match flows {
+                None => app,
+                Some(m) => {
+                    let mut out = Vec::with_capacity(app.len());
+                    for a in app.iter() {
+                        let Some(Some(flow)) = m.get(a.flow as usize).copied() else {
+                            continue 'entry;
+                        };
+                        out.push(Applicable {
+                            flow,
+                            m: a.m.clone(),
+                            shadow: a.shadow.clone(),
+                        });
+                    }
+                    Rc::new(out)
+                }
+            };
+            mine.insert((table, vals), app);
+        }
     }
 
     /// Starts noting what runs read (until [`Bridge::recorded`]).

@@ -86,6 +86,10 @@ pub struct Update {
     pub diff_millis: f64,
     pub paths_millis: f64,
     pub tables_millis: f64,
+    /// Of the VMs re-traced on part of their packets, how many met each
+    /// kind of change (`flow`: an added or removed flow could match what a
+    /// table was reached with; `table`, `group`, `address`, `lb`, `fanout`).
+    pub met: BTreeMap<&'static str, usize>,
 }
 
 /// What changed between two generations, as the footprints name it.
@@ -93,7 +97,9 @@ pub struct Update {
 struct Changes {
     bridges: BTreeMap<String, BridgeChange>,
     addresses: BTreeSet<u32>,
-    instances: BTreeSet<String>,
+    /// (instance, address) whose entries changed; address `None` = any
+    /// (a row of the instance that does not parse).
+    instances: BTreeSet<(String, Option<u32>)>,
     /// Fan-out tun_ids whose set of accepting bridges may have changed
     /// (`None` inside = any tun_id).
     fanout: BTreeSet<Option<u128>>,
@@ -116,43 +122,51 @@ impl Changes {
     /// through what the path wrote), a table that changed as a whole, or a
     /// changed group; those sent to a changed address, instance or fan-out.
     /// Every other packet takes the same path in both generations.
-    fn affected(&self, space: &Space, fp: &Footprint) -> Bdd {
+    fn affected(&self, space: &Space, fp: &Footprint, why: &mut BTreeSet<&'static str>) -> Bdd {
         let mut h = space.none();
+        let mut met = |h: &mut Bdd, b: &Bdd, kind: &'static str| {
+            if !b.is_false() {
+                why.insert(kind);
+                *h = h.or(b);
+            }
+        };
         for (name, bc) in &self.bridges {
             let Some(r) = fp.bridges.get(name) else {
                 continue;
             };
             for ((t, key), reached) in &r.tables {
                 if bc.tables.contains(t) {
-                    h = h.or(reached);
+                    met(&mut h, reached, "table");
                     continue;
                 }
                 for m in bc.flows.get(t).into_iter().flatten() {
                     if let Some(b) = seen_through(space, key, m) {
-                        h = h.or(&reached.and(&b));
+                        met(&mut h, &reached.and(&b), "flow");
                     }
                 }
             }
             for (g, reached) in &r.groups {
                 if bc.groups.contains(g) {
-                    h = h.or(reached);
+                    met(&mut h, reached, "group");
                 }
             }
         }
         for (a, reached) in &fp.addresses {
             if self.addresses.contains(a) {
-                h = h.or(reached);
+                met(&mut h, reached, "address");
             }
         }
-        for (i, reached) in &fp.instances {
-            if self.instances.contains(i) {
-                h = h.or(reached);
+        for ((i, a), reached) in &fp.instances {
+            if self.instances.contains(&(i.clone(), Some(*a)))
+                || self.instances.contains(&(i.clone(), None))
+            {
+                met(&mut h, reached, "lb");
             }
         }
         let any = self.fanout.contains(&None);
         for (t, reached) in &fp.fanout {
             if any || self.fanout.contains(&Some(*t)) {
-                h = h.or(reached);
+                met(&mut h, reached, "fanout");
             }
         }
         h
@@ -194,19 +208,20 @@ fn seen_through(space: &Space, key: &[(Field, Val)], m: &[Constraint]) -> Option
 /// would (only entries that moved are listed).
 #[derive(Default)]
 struct Renumber {
-    flows: HashMap<u32, Vec<Option<u32>>>,
+    /// Per bridge index (dense: every kept outcome's every hop looks here).
+    flows: Vec<Option<Vec<Option<u32>>>>,
     lb: Option<Vec<Option<u32>>>,
 }
 
 impl Renumber {
     fn hop(&self, h: Hop) -> Option<Hop> {
         Some(match h {
-            Hop::Flow { bridge, flow } => match self.flows.get(&bridge) {
-                Some(m) => Hop::Flow {
+            Hop::Flow { bridge, flow } => match self.flows.get(bridge as usize) {
+                Some(Some(m)) => Hop::Flow {
                     bridge,
                     flow: (*m.get(flow as usize)?)?,
                 },
-                None => h,
+                _ => h,
             },
             Hop::Lb { row } => match &self.lb {
                 Some(m) => Hop::Lb {
@@ -344,29 +359,42 @@ impl Verifier {
                 continue;
             }
             let old_accept = self.net.accepts(&name).cloned();
-            if let (Some(m), Some(i)) = (
-                positions(&flow_keys(of), &flow_keys(nf_)),
-                self.net.index_of(&name),
-            ) {
-                renum.flows.insert(i, m);
-            }
+            let moved = positions(&flow_keys(of), &flow_keys(nf_));
+            let bc = if same_text {
+                BridgeChange::default()
+            } else {
+                bridge_change(of, nf_, og, ng)
+            };
             self.net.replace_bridge(
                 &name,
                 nf_.map(Vec::as_slice).unwrap_or(&[]),
                 ng.map(Vec::as_slice).unwrap_or(&[]),
+                moved.as_deref(),
+                |t, key| bc.untouched(t, key),
             )?;
             up.bridges_rebuilt += 1;
+            if let (Some(m), Some(i)) = (moved, self.net.index_of(&name)) {
+                let i = i as usize;
+                if renum.flows.len() <= i {
+                    renum.flows.resize(i + 1, None);
+                }
+                renum.flows[i] = Some(m);
+            }
             if same_text {
                 continue; // only `file:line`s moved: nothing to re-check
             }
-            let bc = bridge_change(of, nf_, og, ng);
+            // a fan-out of tun_id t reaches this bridge in both generations
+            // or in neither unless t entered or left its accepted set (what
+            // the bridge then does is in the footprint's bridge reads)
             let new_accept = self.net.accepts(&name).cloned();
-            for acc in [old_accept, new_accept].into_iter().flatten() {
-                match acc {
-                    None => {
-                        ch.fanout.insert(None);
-                    }
-                    Some(ids) => ch.fanout.extend(ids.into_iter().map(Some)),
+            match (old_accept, new_accept) {
+                (Some(Some(a)), Some(Some(b))) => {
+                    ch.fanout
+                        .extend(a.symmetric_difference(&b).map(|t| Some(*t)));
+                }
+                (a, b) if a == b => {}
+                _ => {
+                    ch.fanout.insert(None);
                 }
             }
             ch.bridges.insert(name, bc);
@@ -377,20 +405,16 @@ impl Verifier {
             .any(|r| !same_rows(self.artifacts.rows(r), artifacts.rows(r)));
         if lb_changed {
             let old_holders = self.net.holders().clone();
-            let rows = |n: &Network| -> Vec<(String, Vec<String>)> {
-                n.lb_rows
-                    .iter()
-                    .map(|(rel, r)| (rel.clone(), r.vals.clone()))
-                    .collect()
-            };
-            let old_rows = rows(&self.net);
             ch.instances
                 .extend(changed_instances(&self.artifacts, &artifacts));
+            let old_rows = std::mem::take(&mut self.net.lb_rows);
             self.net.reload_lb(&artifacts)?;
-            renum.lb = Some(
-                positions(&old_rows, &rows(&self.net))
-                    .unwrap_or_else(|| (0..old_rows.len() as u32).map(Some).collect()),
-            );
+            fn key((rel, r): &(String, Row)) -> (&str, &[String]) {
+                (rel.as_str(), r.vals.as_slice())
+            }
+            let old_keys: Vec<_> = old_rows.iter().map(key).collect();
+            let new_keys: Vec<_> = self.net.lb_rows.iter().map(key).collect();
+            renum.lb = positions(&old_keys, &new_keys);
             let new_holders = self.net.holders();
             for a in old_holders.keys().chain(new_holders.keys()) {
                 if old_holders.get(a) != new_holders.get(a) {
@@ -443,7 +467,11 @@ impl Verifier {
                 checked.push(checks::check_vm(&self.net, &policy, &shared, ni));
                 continue;
             };
-            let h = ch.affected(&self.net.space, &c.footprint);
+            let mut why = BTreeSet::new();
+            let h = ch.affected(&self.net.space, &c.footprint, &mut why);
+            for w in why {
+                *up.met.entry(w).or_default() += 1;
+            }
             if !h.is_false() {
                 c.traced = c
                     .traced
@@ -485,8 +513,14 @@ impl Verifier {
         self.tables = table_findings_with(&self.net, &artifacts, &policy, self.limit, aff3);
         up.tables_millis = t2.elapsed().as_secs_f64() * 1e3;
         self.checked = checked;
-        self.artifacts = artifacts;
-        self.policy = policy;
+        let old = (
+            std::mem::replace(&mut self.artifacts, artifacts),
+            std::mem::replace(&mut self.policy, policy),
+            old,
+        );
+        // freeing the last generation (every flow's text: a quarter of an
+        // update at 1k VMs) is not part of verifying this one
+        std::thread::spawn(move || drop(old));
         up.vms = self.checked.len();
         self.last = t0.elapsed();
         up.millis = self.last.as_secs_f64() * 1e3;
@@ -574,6 +608,23 @@ fn remap(
                 .and_then(|vm| new_index.get(&key(vm)).copied());
     }
     c
+}
+
+impl BridgeChange {
+    /// Whether table `t`, reached with these field values, behaves as
+    /// before: not changed as a whole, and no added or removed flow can
+    /// match the values.
+    fn untouched(&self, t: u8, key: &[(Field, Val)]) -> bool {
+        !self.tables.contains(&t)
+            && self.flows.get(&t).into_iter().flatten().all(|m| {
+                m.iter().any(|c| {
+                    key.iter().any(|(f, v)| {
+                        *f == c.field
+                            && matches!(v, Val::Const(x) if (x & c.mask) != (c.value & c.mask))
+                    })
+                })
+            })
+    }
 }
 
 /// How one bridge changed: flows added or removed (with their matches),
@@ -689,25 +740,85 @@ fn same_rows(a: &[Row], b: &[Row]) -> bool {
             .all(|(x, y)| x.vals == y.vals && x.at == y.at)
 }
 
-/// Instances (first column) whose load-balancer rows differ.
-fn changed_instances(old: &Artifacts, new: &Artifacts) -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
-    for rel in LB_RELATIONS {
-        let by_inst = |a: &Artifacts| {
-            let mut m: BTreeMap<String, BTreeSet<Vec<String>>> = BTreeMap::new();
+/// (instance, address) pairs whose load-balancer entries differ: a VIP's
+/// rows or members at an instance, a black-holed address, and for a
+/// member's tunnel row every VIP at that instance with the member (in
+/// either generation). A row whose address does not parse names the whole
+/// instance (`None`).
+fn changed_instances(old: &Artifacts, new: &Artifacts) -> BTreeSet<(String, Option<u32>)> {
+    // rows in relation order: of duplicate keys the model keeps the last
+    type Entries = BTreeMap<(String, Option<u32>), Vec<(&'static str, Vec<String>)>>;
+    // (relation, column of the address) of the rows read per address
+    const BY_ADDRESS: [(&str, usize); 5] = [
+        ("agent_mux_vip", 2),
+        ("agent_mux_member", 1),
+        ("p4_vip", 2),
+        ("p4_ecmp_member", 1),
+        ("agent_mux_blackhole", 1),
+    ];
+    let ip = |r: &Row, i: usize| r.vals.get(i).and_then(|v| crate::ofctl::parse_ip(v));
+    let num = |r: &Row, i: usize| r.vals.get(i).and_then(|v| v.parse::<u64>().ok());
+    let by_address = |a: &Artifacts| {
+        let mut m = Entries::new();
+        for (rel, col) in BY_ADDRESS {
             for r in a.rows(rel) {
                 if let Some(i) = r.vals.first() {
-                    m.entry(i.clone()).or_default().insert(r.vals.clone());
+                    m.entry((i.clone(), ip(r, col)))
+                        .or_default()
+                        .push((rel, r.vals.clone()));
                 }
+            }
+        }
+        m
+    };
+    let mut out = BTreeSet::new();
+    let (o, n) = (by_address(old), by_address(new));
+    for k in o.keys().chain(n.keys()) {
+        if o.get(k) != n.get(k) {
+            out.insert(k.clone());
+        }
+    }
+    // tunnel rows: (instance, mvni, member) → the VIPs with that member
+    for (tun_rel, mem_rel) in [
+        ("agent_mux_tunnel", "agent_mux_member"),
+        ("p4_tunnel", "p4_ecmp_member"),
+    ] {
+        type TunnelKey = (String, Option<u64>, Option<u32>);
+        let tunnels = |a: &Artifacts| -> BTreeMap<TunnelKey, Vec<Vec<String>>> {
+            let mut m: BTreeMap<TunnelKey, Vec<Vec<String>>> = BTreeMap::new();
+            for r in a.rows(tun_rel) {
+                let inst = r.vals.first().cloned().unwrap_or_default();
+                m.entry((inst, num(r, 1), ip(r, 2)))
+                    .or_default()
+                    .push(r.vals.clone());
             }
             m
         };
-        let (o, n) = (by_inst(old), by_inst(new));
-        for i in o.keys().chain(n.keys()) {
-            if o.get(i) != n.get(i) {
-                out.insert(i.clone());
+        let (ot, nt) = (tunnels(old), tunnels(new));
+        let changed: BTreeSet<&TunnelKey> = ot
+            .keys()
+            .chain(nt.keys())
+            .filter(|k| ot.get(*k) != nt.get(*k))
+            .collect();
+        for (inst, mvni, member) in &changed {
+            if mvni.is_none() || member.is_none() {
+                out.insert((inst.clone(), None));
             }
         }
+        if changed.is_empty() {
+            continue;
+        }
+        for a in [old, new] {
+            for r in a.rows(mem_rel) {
+                let Some(inst) = r.vals.first() else {
+                    continue;
+                };
+                if changed.contains(&(inst.clone(), num(r, 5), ip(r, 6))) {
+                    out.insert((inst.clone(), ip(r, 1)));
+                }
+            }
+        }
+        // a tunnel row no member names changes nothing a trace reads
     }
     out
 }

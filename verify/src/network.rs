@@ -36,8 +36,10 @@ pub struct Footprint {
     pub bridges: BTreeMap<String, Reads>,
     /// Underlay addresses a tunnel packet was sent to.
     pub addresses: BTreeMap<u32, Bdd>,
-    /// Load-balancer instances whose entries were read.
-    pub instances: BTreeMap<String, Bdd>,
+    /// Load-balancer instances whose entries were read, with the address
+    /// (VIP or black-holed address) the packet was sent to: an instance
+    /// reads only that address's entries and its members' tunnels.
+    pub instances: BTreeMap<(String, u32), Bdd>,
     /// `tun_id`s of multicast tunnel packets fanned out to every bridge.
     pub fanout: BTreeMap<u128, Bdd>,
     /// (device, port) a packet was delivered to.
@@ -159,12 +161,16 @@ impl Network {
     }
 
     /// Replaces bridge `name` (which exists) by one built from `flows` and
-    /// `groups`; the rest of the network is kept.
+    /// `groups`; the rest of the network is kept, and so are the old
+    /// bridge's table lookups that `keep` says no changed flow can meet
+    /// (`renumber`: old flow index → new, `None` = unchanged).
     pub fn replace_bridge(
         &mut self,
         name: &str,
         flows: &[crate::artifacts::FlowText],
         groups: &[crate::artifacts::GroupText],
+        renumber: Option<&[Option<u32>]>,
+        keep: impl Fn(u8, &[(Field, Val)]) -> bool,
     ) -> Result<(), ModelError> {
         let Some(&i) = self.by_name.get(name) else {
             return Err(ModelError::Row {
@@ -172,13 +178,13 @@ impl Network {
                 message: "internal: replace_bridge on a bridge the network does not have".into(),
             });
         };
-        let b = Bridge::new(name, i, flows, groups)?;
+        let b = Bridge::rebuilt(&self.bridges[i as usize], flows, groups)?;
         self.accepts[i as usize] = tunnel_accept(&b);
-        self.bridges[i as usize] = b;
+        let old = std::mem::replace(&mut self.bridges[i as usize], b);
+        self.bridges[i as usize].carry_cache(old, renumber, keep);
         Ok(())
     }
 
-    /// The tunnel ids bridge `name` lets in (see [`tunnel_accept`]).
     /// The index of bridge `name` (its `device` in outcomes and paths).
     pub fn index_of(&self, name: &str) -> Option<u32> {
         self.by_name.get(name).copied()
@@ -418,7 +424,7 @@ impl Network {
             fp.note(b);
         } else if let Some(insts) = self.holders.get(&tun_dst) {
             for inst in insts {
-                union_into(&mut fp.instances, inst.clone(), &o.pkt.set);
+                union_into(&mut fp.instances, (inst.clone(), tun_dst), &o.pkt.set);
                 self.lb(
                     inst,
                     tun_id as u64,
