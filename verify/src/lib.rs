@@ -96,9 +96,9 @@ pub enum VerifyError {
     Model(#[from] ModelError),
 }
 
-const ORDER: [&str; 11] = [
-    "ISO-1", "ISO-2", "ISO-3", "REACH-1", "ACL-1", "AFF-1", "AFF-2", "AFF-3", "AFF-4", "CAP-1",
-    "PLAN-1",
+const ORDER: [&str; 13] = [
+    "ISO-1", "ISO-2", "ISO-3", "REACH-1", "ACL-1", "ACL-2", "AFF-1", "AFF-2", "AFF-3", "AFF-4",
+    "CAP-1", "ROUTE-1", "PLAN-1",
 ];
 
 /// Verifies one artifact set.
@@ -165,6 +165,28 @@ pub(crate) fn assemble(
     table("AFF-3", tf.aff3);
     table("AFF-4", tf.aff4);
     table("CAP-1", tf.cap1);
+    // the P4 switches' own tables, on their symbolic ingress (p4/invariants.rs)
+    let mut switch_cxs: BTreeMap<&'static str, Vec<Counterexample>> = BTreeMap::new();
+    let switches = p4::invariants::check(input.artifacts, input.policy);
+    let switch_detail = if switches.switches == 0 {
+        "no P4 switches in the artifacts (vacuous)".to_string()
+    } else {
+        format!(
+            "{} switch{} checked symbolically ({} ingress classes, {} ms)",
+            switches.switches,
+            if switches.switches == 1 { "" } else { "es" },
+            switches.outcomes,
+            switches.millis
+        )
+    };
+    for cx in switches.counterexamples {
+        if let Some(inv) = ORDER.iter().find(|i| **i == cx.invariant) {
+            switch_cxs.entry(inv).or_default().push(cx);
+        }
+    }
+    for (inv, cxs) in switch_cxs {
+        table(inv, cxs);
+    }
     let mut notes = Vec::new();
     if let Some((cxs, lines)) = tf.aff2 {
         notes.extend(lines);
@@ -180,7 +202,7 @@ pub(crate) fn assemble(
         let cxs = found.remove(inv).unwrap_or_default();
         let n = counts.get(inv).copied().unwrap_or(0);
         let skip = match inv {
-            "REACH-1" | "ACL-1" | "CAP-1" if !intent => {
+            "REACH-1" | "ACL-1" | "ACL-2" | "CAP-1" | "ROUTE-1" if !intent => {
                 Some("needs the intent (pass the intent files)")
             }
             "AFF-2" if input.against.is_none() => {
@@ -201,6 +223,8 @@ pub(crate) fn assemble(
         } else {
             let detail = if let (true, Some(d)) = (inv == "PLAN-1", &plan1) {
                 d.clone()
+            } else if matches!(inv, "ACL-2" | "ROUTE-1") {
+                switch_detail.clone()
             } else if inv == "AFF-3" && !nf::has_taps(net) {
                 "no NF chain taps in the artifacts (vacuous)".to_string()
             } else {

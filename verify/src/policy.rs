@@ -60,6 +60,8 @@ pub struct Policy {
     pub backends: BTreeSet<(u32, String, String)>,
     /// DIP replies: (tenant, VM, proto, target port) — DSR traffic, not pair traffic.
     pub dsr: BTreeSet<(String, String, u8, u16)>,
+    /// What the switches' own tables must do (hosts' ToR ports, DoS black holes, Anolis routes).
+    pub switches: crate::p4::invariants::SwitchIntent,
 }
 
 /// Intent base facts by relation: values as text (symbols unquoted), `at` = file:line.
@@ -238,6 +240,7 @@ impl Policy {
             let n = |i: usize| r.vals.get(i).and_then(|t| t.parse().ok()).unwrap_or(0);
             p.capacity.insert(r.vals[0].clone(), (n(3), n(4), n(5)));
         }
+        p.switches = crate::p4::invariants::SwitchIntent::from_facts(f);
         p
     }
 

@@ -5,7 +5,10 @@
 //! `WriteRequest`, checked against `p4/netc.p4info.txtpb`) → [`switch`] (the
 //! updates applied to an empty switch; its tables read back as `p4_*` rows
 //! citing the `.txtpb` line that installed each) → [`ingress`] (netc.p4's
-//! ingress control flow run on one concrete packet over those entries).
+//! ingress control flow run on one concrete packet over those entries) →
+//! [`symbolic`] (the same control flow on every packet at once, BDDs) →
+//! [`invariants`] (the switch checks of specs/invariants.md §5b on it;
+//! [`frame`] writes their counterexample packets).
 //!
 //! Expects: an artifact directory. Guarantees: when `DIR/p4/` exists, the
 //! P4 table relations the network model and the table checks read
@@ -20,6 +23,8 @@ pub mod request;
 pub mod switch;
 pub mod ingress;
 pub mod symbolic;
+pub mod invariants;
+pub mod frame;
 
 use crate::artifacts::{ArtifactError, Row};
 use request::{Entity, EntryAction, FieldMatch, P4Info, Update, UpdateType};

@@ -171,8 +171,22 @@ impl Space {
         v
     }
     /// One packet of `set` (source port 0; see [`Model::witness`] for a
-    /// slot), or None when `set` is empty.
+    /// slot), or None when `set` is empty. A counterexample is read by
+    /// people, so the packet is plain IP, from the documentation client
+    /// 198.51.100.7, TCP, when `set` has such packets (each preference is
+    /// kept only when the set still has a packet with it).
     pub fn witness(&self, set: &Bdd) -> Option<PacketIn> {
+        let mut set = set.clone();
+        for pref in [
+            self.eq(Key::Vxlan, 0),
+            self.eq(Key::Src, 0xc633_6407),
+            self.eq(Key::Proto, 6),
+        ] {
+            let narrowed = set.and(&pref);
+            if !narrowed.is_false() {
+                set = narrowed;
+            }
+        }
         let v = set.sat_witness()?;
         let get = |k: Key| {
             let w = k.offset_width().1;
@@ -228,12 +242,28 @@ pub struct SymOutcome {
     pub route: Option<RouteSlot>,
     /// Whether a vip / vip_local entry balanced it.
     pub balanced: bool,
+    /// For a balanced outcome: which endpoint and which member its slot chose.
+    pub lb: Option<LbChoice>,
+}
+
+/// What a vip / vip_local entry and its ecmp slot decided (AFF-1 compares it
+/// across instances).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LbChoice {
+    /// `vip` or `vip_local`.
+    pub table: &'static str,
+    /// The entry's exact key: (vni, vip, proto, port).
+    pub endpoint: (u32, u32, u8, u16),
+    /// The slot's `to_member` (mvni, member); None when the slot is empty.
+    pub member: Option<(u32, u32)>,
 }
 
 /// A table lookup's result on part of a set.
 struct Looked {
     action: Option<Action>,
     hit: bool,
+    /// The hit entry's exact key values by field id (empty on a miss).
+    exact: Vec<(u32, u128)>,
 }
 
 /// A switch's ingress as a partition of its packets.
@@ -313,6 +343,7 @@ impl Build<'_> {
                 Looked {
                     action: None,
                     hit: false,
+                    exact: Vec::new(),
                 },
             )];
         };
@@ -354,12 +385,27 @@ impl Build<'_> {
                 Looked {
                     action: self.resolve(e),
                     hit: true,
+                    exact: e
+                        .matches
+                        .iter()
+                        .filter_map(|(f, m)| match m {
+                            super::request::FieldMatch::Exact(v) => Some((*f, *v)),
+                            _ => None,
+                        })
+                        .collect(),
                 },
             ));
         }
         if !rest.is_false() {
             let action = default.and_then(|e| self.resolve(e));
-            out.push((rest, Looked { action, hit: false }));
+            out.push((
+                rest,
+                Looked {
+                    action,
+                    hit: false,
+                    exact: Vec::new(),
+                },
+            ));
         }
         out
     }
@@ -390,14 +436,15 @@ impl Model {
         let s = Space::new();
         let b = Build { sw, info, s: &s };
         let mut out: Vec<SymOutcome> = Vec::new();
-        let mut push = |set: Bdd, fate: Fate, slot, route, balanced| {
+        let mut push = |set: Bdd, fate: Fate, slot, route, lb: Option<LbChoice>| {
             if !set.is_false() {
                 out.push(SymOutcome {
                     set,
                     fate,
                     slot,
                     route,
-                    balanced,
+                    balanced: lb.is_some(),
+                    lb,
                 });
             }
         };
@@ -426,7 +473,7 @@ impl Model {
             dropped("port_tenant: the host port may not send this VNI"),
             None,
             None,
-            false,
+            None,
         );
         let mut rest = all.and_not(&edge_drop);
 
@@ -442,7 +489,7 @@ impl Model {
                 denied = denied.or(&set);
             }
         }
-        push(denied.clone(), dropped("acl: denied"), None, None, false);
+        push(denied.clone(), dropped("acl: denied"), None, None, None);
         rest = rest.and_not(&denied);
 
         let mc =
@@ -461,7 +508,7 @@ impl Model {
                     ports: replicas.iter().map(|(p, _)| *p).collect(),
                 },
             };
-            push(set, fate, None, None, false);
+            push(set, fate, None, None, None);
         }
 
         let lb_key = [
@@ -470,17 +517,27 @@ impl Model {
             (3, Var(Key::Proto)),
             (4, Var(Key::Dport)),
         ];
-        let mut balanced: Vec<(Bdd, &str, Option<Action>)> = Vec::new();
+        let mut balanced: Vec<(Bdd, &str, Option<Action>, LbChoice)> = Vec::new();
+        let choice = |table: &'static str, l: &Looked| {
+            let k = |f: u32| l.exact.iter().find(|(x, _)| *x == f).map_or(0, |(_, v)| *v);
+            LbChoice {
+                table,
+                endpoint: (k(1) as u32, k(2) as u32, k(3) as u8, k(4) as u16),
+                member: None,
+            }
+        };
         for (set, l) in b.apply("vip_local", &lb_key, &rest.and(&host)) {
             if l.hit && l.action.is_some() {
                 rest = rest.and_not(&set);
-                balanced.push((set, "ecmp_local", l.action));
+                let c = choice("vip_local", &l);
+                balanced.push((set, "ecmp_local", l.action, c));
             }
         }
         for (set, l) in b.apply("vip", &lb_key, &rest) {
             if l.hit && l.action.is_some() {
                 rest = rest.and_not(&set);
-                balanced.push((set, "ecmp", l.action));
+                let c = choice("vip", &l);
+                balanced.push((set, "ecmp", l.action, c));
             }
         }
         // underlay on a next hop this branch has fixed
@@ -494,10 +551,10 @@ impl Model {
                 _ => dropped("underlay: no route to the next hop"),
             }
         };
-        for (set, ecmp, lb) in balanced {
+        for (set, ecmp, lb, choice) in balanced {
             let n = lb.as_ref().map_or(0, |a| arg(a, 1));
             if n == 0 {
-                push(set, dropped("lb: n = 0"), None, None, true);
+                push(set, dropped("lb: n = 0"), None, None, Some(choice));
                 continue;
             }
             for idx in 0..n {
@@ -512,6 +569,11 @@ impl Model {
                     let (mvni, member) = match (&m.action, m.hit) {
                         (Some(a), true) => (arg(a, 1), arg(a, 2)),
                         _ => (0, 0),
+                    };
+                    let chosen = LbChoice {
+                        member: (m.hit && m.action.is_some())
+                            .then_some((mvni as u32, member as u32)),
+                        ..choice.clone()
                     };
                     let t = b.apply("tunnel", &[(1, Const(mvni)), (2, Const(member))], &s.all());
                     let fate = match t.first() {
@@ -528,7 +590,7 @@ impl Model {
                         }
                         _ => dropped("tunnel: no tunnel entry for the chosen member"),
                     };
-                    push(part, fate, slot, None, true);
+                    push(part, fate, slot, None, Some(chosen));
                 }
             }
         }
@@ -545,7 +607,7 @@ impl Model {
             });
             let n = arg(&a, 3);
             if n == 0 {
-                push(set, dropped("route: n = 0"), None, None, false);
+                push(set, dropped("route: n = 0"), None, None, None);
                 continue;
             }
             let (net, len) = (arg(&a, 1), arg(&a, 2));
@@ -566,7 +628,7 @@ impl Model {
                     }
                     _ => (dropped("route_member: no next hop for this slot"), None),
                 };
-                push(set.clone(), fate, Some(Slot { n, idx }), route, false);
+                push(set.clone(), fate, Some(Slot { n, idx }), route, None);
             }
         }
         rest = rest.and_not(&routed);
@@ -580,7 +642,7 @@ impl Model {
             } else {
                 dropped("underlay: no route to the next hop")
             };
-            push(set, fate, None, None, false);
+            push(set, fate, None, None, None);
         }
         Model {
             space: s,
