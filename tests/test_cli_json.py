@@ -20,6 +20,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 pytestmark = pytest.mark.netc
 
@@ -114,6 +116,38 @@ def test_json_failure_is_one_document_on_stdout_for_every_command(netc_bin, tmp_
             assert any(c.endswith(at) for c in cited), (cmd, doc)
         # the person still gets the message on stderr
         assert r.stderr.strip(), cmd
+
+
+# program text made of Datalog's own pieces, so most inputs get far enough
+# to fail somewhere interesting (parse, names, types, strata) or even pass
+PIECES = st.sampled_from(
+    [".decl ", ".input ", ".output ", "e", "p", "(", ")", "x", "y", ", ", ": number", ": symbol",
+     " :- ", "!", ".", "\n", '"s"', "1", " = ", "count : { e(x, _) }", "_", "\t", "é", ";"]
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(PIECES, max_size=40).map("".join))
+def test_check_json_is_one_document_whatever_the_program(netc_bin, tmp_path, text):
+    prog = tmp_path / "p.dl"
+    prog.write_text(text)
+    r = netc(netc_bin, "check", str(prog), "--json")
+    assert r.returncode in (0, 1), (text, r.returncode, r.stderr)
+    assert "panicked" not in r.stderr, r.stderr
+    [line] = r.stdout.splitlines()
+    doc = json.loads(line)
+    if r.returncode == 0:
+        assert doc["ok"] is True
+        return
+    err = doc["error"]
+    assert err["exit"] == 1 and err["diagnostics"], doc
+    lines = text.split("\n")
+    for d in err["diagnostics"]:
+        m = re.fullmatch(r".*p\.dl:(\d+):(\d+)", d["at"] or "")
+        assert m, d  # every error names file:line:col ...
+        line_no, col = int(m[1]), int(m[2])
+        assert 1 <= line_no <= len(lines) + 1 and col >= 1, (d, text)  # ... inside the file
+        assert d["severity"] in ("error", "warning") and d["message"], d
 
 
 def test_json_success_is_json_only(netc_bin, tmp_path):
