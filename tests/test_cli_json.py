@@ -236,3 +236,22 @@ def test_plan_on_a_terminal_shows_its_stages_and_errors_stay_readable(netc_bin, 
     screen = [ln.rstrip("\r").split("\r")[-1].replace("\x1b[2K", "") for ln in shown.decode(errors="replace").split("\n")]
     assert any(ln.startswith("error[E0001]: expected `,` or `)` after an argument") for ln in screen), screen
     assert any(re.fullmatch(r"  --> .*bad\.ndl:1:8", ln) for ln in screen), screen
+
+
+def test_run_json_streams_one_line_per_commit_then_the_outputs(netc_bin, tmp_path):
+    (tmp_path / "f").mkdir()
+    (tmp_path / "f" / "edge.facts").write_text("1\t2\n")
+    (tmp_path / "tc.dl").write_text(
+        ".decl edge(a: number, b: number)\n.input edge\n.decl path(a: number, b: number)\n.output path\n"
+        "path(x, y) :- edge(x, y).\npath(x, z) :- path(x, y), edge(y, z).\n"
+    )
+    (tmp_path / "tx").write_text("+edge(2, 3).\ncommit.\n-edge(1, 2).\ncommit.\n")
+    args = ["run", "-F", str(tmp_path / "f"), "-D", "-", "--updates", str(tmp_path / "tx"), str(tmp_path / "tc.dl"), "--json"]
+    r = netc(netc_bin, *args)
+    assert r.returncode == 0, r.stderr
+    docs = [json.loads(x) for x in r.stdout.splitlines()]
+    assert docs == [
+        {"commit": 1, "changes": ["+path(1, 3)", "+path(2, 3)"]},
+        {"commit": 2, "changes": ["-path(1, 2)", "-path(1, 3)"]},
+        {"outputs": {"path": {"rows": 1, "tuples": [["2", "3"]]}}},
+    ]
