@@ -35,6 +35,7 @@ use crate::report::Counterexample;
 use netc_compiler::functors::hash5_v4;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;
+use std::sync::{Arc, Mutex};
 
 /// What the intent says about the switches' own tables.
 #[derive(Clone, Debug, Default)]
@@ -133,8 +134,27 @@ impl SwitchIntent {
     }
 }
 
-/// The switches of `dir/p4/`, decoded and applied (as `read_switches` did).
-fn switches(dir: &std::path::Path) -> Result<Vec<Switch>, ArtifactError> {
+/// A switch as its request installs it, and its symbolic ingress.
+struct Built {
+    sw: Switch,
+    model: Model,
+}
+
+/// The switches of the last check by `.txtpb` path, with the bytes they
+/// were built from. An incremental re-verification checks the switches
+/// again on every update although their requests rarely change; building a
+/// model is most of a check's cost, so a file whose bytes are unchanged
+/// (compared in full, not by a hash) reuses its model. Only the last
+/// check's switches are kept.
+type Memo = BTreeMap<std::path::PathBuf, (Vec<u8>, Arc<Built>)>;
+static BUILT: Mutex<Memo> = Mutex::new(BTreeMap::new());
+
+/// The switches of `dir/p4/`, decoded and applied (as `read_switches` did),
+/// each with its model.
+fn switches(
+    dir: &std::path::Path,
+    info: &super::request::P4Info,
+) -> Result<Vec<Arc<Built>>, ArtifactError> {
     let p4_dir = dir.join("p4");
     let Ok(rd) = std::fs::read_dir(&p4_dir) else {
         return Ok(Vec::new());
@@ -144,22 +164,39 @@ fn switches(dir: &std::path::Path) -> Result<Vec<Switch>, ArtifactError> {
         .filter(|p| p.extension().is_some_and(|x| x == "txtpb"))
         .collect();
     files.sort();
+    let mut memo = BUILT
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut kept = Memo::new();
     let mut out = Vec::new();
     for path in files {
-        let name = path
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let updates = super::decode_file(&path)?;
-        let file = path.display().to_string();
-        out.push(
-            Switch::apply(&name, &file, &updates).map_err(|e| ArtifactError {
-                at: format!("{}:{}", e.file, e.line),
-                message: e.message,
-                hint: None,
-            })?,
-        );
+        let bytes = std::fs::read(&path).map_err(|e| ArtifactError {
+            at: path.display().to_string(),
+            message: format!("cannot read: {e}"),
+            hint: None,
+        })?;
+        let built = match memo.remove(&path) {
+            Some((old, built)) if old == bytes => built,
+            _ => {
+                let name = path
+                    .file_stem()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                let updates = super::decode_file(&path)?;
+                let file = path.display().to_string();
+                let sw = Switch::apply(&name, &file, &updates).map_err(|e| ArtifactError {
+                    at: format!("{}:{}", e.file, e.line),
+                    message: e.message,
+                    hint: None,
+                })?;
+                let model = Model::build(&sw, info);
+                Arc::new(Built { sw, model })
+            }
+        };
+        kept.insert(path, (bytes, built.clone()));
+        out.push(built);
     }
+    *memo = kept;
     Ok(out)
 }
 
@@ -209,7 +246,7 @@ fn fate_text(f: &Fate) -> String {
 
 struct Ctx<'a> {
     sw: &'a Switch,
-    model: Model,
+    model: &'a Model,
     info: &'a super::request::P4Info,
     out: &'a mut Vec<Counterexample>,
 }
@@ -271,17 +308,18 @@ pub fn check(a: &Artifacts, policy: &Policy) -> Checked {
         return done;
     };
     // a switch directory that does not read was reported when it loaded
-    let Ok(sws) = switches(&a.dir) else {
+    let Ok(built) = switches(&a.dir, &info) else {
         return done;
     };
+    let sws: Vec<&Switch> = built.iter().map(|b| &b.sw).collect();
     let si = &policy.switches;
     let mut instances = smux_instances(a);
-    for (i, sw) in sws.iter().enumerate() {
-        let model = Model::build(sw, &info);
+    for (i, b) in built.iter().enumerate() {
+        let model = &b.model;
         done.outcomes += model.outcomes.len();
-        instances.extend(switch_instances(i, &model));
+        instances.extend(switch_instances(i, model));
         let mut c = Ctx {
-            sw,
+            sw: &b.sw,
             model,
             info: &info,
             out: &mut out,
@@ -403,7 +441,7 @@ fn choice(i: &Instance, h5: u32) -> Option<Member> {
 /// switch); a counterexample is a client packet the two send to different
 /// members.
 fn affinity(
-    sws: &[Switch],
+    sws: &[&Switch],
     info: &super::request::P4Info,
     instances: &[Instance],
     out: &mut Vec<Counterexample>,
