@@ -3,13 +3,15 @@
 
 One run: `netc gen --preset P` → `netc compile` (artifacts) → the Rust driver
 `verify/examples/incremental_bench.rs`, which verifies the artifacts in full
-(wall time, peak RSS) and then re-verifies `--changes N` one-VM changes
-(remove a VM / add it back) incrementally, and reports p50/p99 of the
-updates and the ratio full / incremental p50. Every step runs under
+(wall time, peak RSS) and then re-verifies one-VM changes incrementally —
+`--changes N` runs N/2 iterations of: remove a VM, add it back, add an ACL
+rule denying TCP/22 to it, remove the rule — and reports p50/p99 per kind
+and overall, the phases of an update, what re-traced VMs met, and the ratio
+full / incremental p50 (README.md has the measured runs). Every step runs under
 `prlimit --as` (default 12 GB) so a scenario too large for the machine fails
 cleanly instead of taking it down.
 
-    python3 bench/verify/run.py                      # M (10k VMs), 200 changes
+    python3 bench/verify/run.py                      # M (10k VMs), 100 iterations
     python3 bench/verify/run.py --preset L           # 100k VMs (needs L to compile)
     python3 bench/verify/run.py --preset S --changes 40 --json /tmp/v.json
 
