@@ -21,6 +21,8 @@ relations, which checks the pin.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import re
@@ -67,8 +69,25 @@ class ProcessFailed(RuntimeError):
         self.code = code
 
 
-def _run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
-    r = subprocess.run(cmd, capture_output=True, text=True, **kw)
+@contextlib.contextmanager
+def _held(cmd: list[str]):
+    """A leading `flock FILE` is taken here, before any clock starts (a wait
+    for the machine's big-memory lock is not the step's time); yields the
+    rest of the command. flock(2) on the same file, so it excludes flock(1)."""
+    if cmd[:1] != ["flock"]:
+        yield cmd
+        return
+    with open(cmd[1], "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield cmd[2:]
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _run(cmd: list[str]) -> subprocess.CompletedProcess:
+    with _held(cmd) as run:
+        r = subprocess.run(run, capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError(f"`{' '.join(map(str, cmd))}` exited {r.returncode}:\n{r.stderr[-3000:]}")
     return r
@@ -76,9 +95,9 @@ def _run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
 
 def timed(cmd: list[str]) -> tuple[float, float, str, float]:
     """(wall seconds, peak RSS MB from wait4, stdout, CPU seconds) of one process."""
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+    with _held(cmd) as run, tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         t0 = time.perf_counter()
-        p = subprocess.Popen(cmd, stdout=out, stderr=err, text=True)
+        p = subprocess.Popen(run, stdout=out, stderr=err, text=True)
         _, status, ru = os.wait4(p.pid, 0)
         wall = time.perf_counter() - t0
         p.returncode = os.waitstatus_to_exitcode(status)
