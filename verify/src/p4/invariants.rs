@@ -415,6 +415,11 @@ fn switch_instances(i: usize, model: &Model) -> Vec<Instance> {
         let (Some(lb), Some(slot)) = (&o.lb, o.slot) else {
             continue;
         };
+        // Rubik's local mappings serve only their ToR's own sources with
+        // local DIPs: another vector by design, not compared (as §4's rows)
+        if lb.table == "vip_local" {
+            continue;
+        }
         let inst = by
             .entry((lb.table, lb.endpoint))
             .or_insert_with(|| Instance {
