@@ -369,6 +369,7 @@ enum Command {
         "Inventory (--inventory FILE, TOML; without it, the local lab):\n",
         "  [ovs]\n  h1 = \"unix:/run/openvswitch/br-int.mgmt\"   # ovs-ofctl switch argument\n",
         "  [p4.tor1]\n  address = \"10.0.0.1:9559\"\n  device_id = 1\n",
+        "  device_config = \"netc.bin\"   # optional: sent with netc.p4's P4Info to a switch with no pipeline\n",
         "  [agent]\n  h2 = \"/var/lib/netc/h2\"   # the directory `netc agent --artifacts` watches\n",
         "  [defaults]   # optional: ofctl, python, p4client, timeout_secs",
     ),
@@ -437,7 +438,8 @@ enum Command {
     #[command(after_help = netc_runtime::after_help!(
         concat!(
         "Devices: --inventory FILE, else the routes the last generation used. OVS bridges are dumped and diffed by\n",
-        "cookie; agent directories compared file by file; P4Runtime switches are not checked (no dry run).",
+        "cookie; agent directories compared file by file; P4Runtime switches read and compared (a missing pipeline\n",
+        "counts; another program's is an error). --json gives each device's drift count.",
     ),
         example: "  netc status --json",
         exit0: "every device in sync",
