@@ -7,8 +7,13 @@
 //! - Rows of up to [`INLINE`] values that are all *narrow* (everything but
 //!   IPv6 addresses and prefixes) are stored inline as one tag byte and one
 //!   `u64` per value: no heap allocation, cheap copies, compares and hashes.
-//!   Other rows live on the heap. The choice is canonical (a row is inline
-//!   iff it can be), so the derived-style `Eq`/`Hash` are exact.
+//!   Longer rows of narrow values are *packed*: one heap allocation of
+//!   `9 × len` bytes (the tags, then the values' little-endian words) —
+//!   a third of a boxed `[Value]` (32 bytes per value), which matters
+//!   because every arrangement and the driver's mirror hold one per row.
+//!   Only rows with a wide value are a boxed `[Value]`. The choice is
+//!   canonical (inline iff it can be, else packed iff it can be), so the
+//!   derived-style `Eq`/`Hash` are exact.
 //! - `Ord` is a *fast internal* total order consistent with `Eq` (raw tags
 //!   and bits; symbols by interner id). Arrangements sort by it millions of
 //!   times, so it never takes the interner lock. It is NOT the user-visible
@@ -43,7 +48,33 @@ enum Repr {
         tags: [u8; INLINE],
         words: [u64; INLINE],
     },
+    /// More than [`INLINE`] narrow values: `len` tag bytes, then `len`
+    /// little-endian `u64` words.
+    Packed(Box<[u8]>),
+    /// Rows holding a wide value (IPv6 address or prefix).
     Heap(Box<[Value]>),
+}
+
+/// The packed bytes of narrow values given as tags and words.
+fn pack(tags: &[u8], words: &[u64]) -> Box<[u8]> {
+    let mut b = Vec::with_capacity(tags.len() * 9);
+    b.extend_from_slice(tags);
+    for w in words {
+        b.extend_from_slice(&w.to_le_bytes());
+    }
+    b.into_boxed_slice()
+}
+
+/// Value `i` of packed bytes, if in range.
+#[inline]
+fn packed_get(b: &[u8], i: usize) -> Option<Value> {
+    let n = b.len() / 9;
+    if i >= n {
+        return None;
+    }
+    let at = n + 8 * i;
+    let w = u64::from_le_bytes(b[at..at + 8].try_into().ok()?);
+    Some(decode(b[i], w))
 }
 
 /// The inline encoding of a narrow value, or `None` for a wide one.
@@ -74,11 +105,14 @@ fn decode(tag: u8, w: u64) -> Value {
     }
 }
 
-/// Builds a tuple value by value, staying inline while it can.
+/// Builds a tuple value by value, staying inline while it can, then
+/// packed while every value is narrow.
 pub struct Builder {
     len: u8,
     tags: [u8; INLINE],
     words: [u64; INLINE],
+    /// Narrow values past the first [`INLINE`] (all of them once spilled).
+    spill: Option<(Vec<u8>, Vec<u64>)>,
     heap: Option<Vec<Value>>,
 }
 
@@ -89,6 +123,7 @@ impl Builder {
             len: 0,
             tags: [0; INLINE],
             words: [0; INLINE],
+            spill: None,
             heap: None,
         }
     }
@@ -99,16 +134,34 @@ impl Builder {
             h.push(v);
             return;
         }
-        match encode(&v) {
-            Some((tag, w)) if (self.len as usize) < INLINE => {
+        match (encode(&v), &mut self.spill) {
+            (Some((tag, w)), Some((tags, words))) => {
+                tags.push(tag);
+                words.push(w);
+            }
+            (Some((tag, w)), None) if (self.len as usize) < INLINE => {
                 self.tags[self.len as usize] = tag;
                 self.words[self.len as usize] = w;
                 self.len += 1;
             }
-            _ => {
-                let mut h: Vec<Value> = (0..self.len as usize)
-                    .map(|i| decode(self.tags[i], self.words[i]))
-                    .collect();
+            (Some((tag, w)), None) => {
+                let mut tags = self.tags.to_vec();
+                let mut words = self.words.to_vec();
+                tags.push(tag);
+                words.push(w);
+                self.spill = Some((tags, words));
+            }
+            (None, spill) => {
+                let mut h: Vec<Value> = match spill.take() {
+                    Some((tags, words)) => tags
+                        .iter()
+                        .zip(&words)
+                        .map(|(&t, &w)| decode(t, w))
+                        .collect(),
+                    None => (0..self.len as usize)
+                        .map(|i| decode(self.tags[i], self.words[i]))
+                        .collect(),
+                };
                 h.push(v);
                 self.heap = Some(h);
             }
@@ -117,9 +170,10 @@ impl Builder {
 
     #[inline]
     pub fn finish(self) -> Tuple {
-        match self.heap {
-            Some(h) => Tuple(Repr::Heap(h.into_boxed_slice())),
-            None => Tuple(Repr::Inline {
+        match (self.heap, self.spill) {
+            (Some(h), _) => Tuple(Repr::Heap(h.into_boxed_slice())),
+            (None, Some((tags, words))) => Tuple(Repr::Packed(pack(&tags, &words))),
+            (None, None) => Tuple(Repr::Inline {
                 len: self.len,
                 tags: self.tags,
                 words: self.words,
@@ -147,9 +201,10 @@ impl Tuple {
         b.finish()
     }
 
-    /// The tuple of a row, reusing its allocation when it stays on the heap.
+    /// The tuple of a row, reusing its allocation when it stays a boxed
+    /// `[Value]` (the row holds a wide value).
     pub fn from_row(row: Row) -> Tuple {
-        if row.len() > INLINE || row.iter().any(|v| encode(v).is_none()) {
+        if row.iter().any(|v| encode(v).is_none()) {
             Tuple(Repr::Heap(row.into_boxed_slice()))
         } else {
             Tuple::from_values(&row)
@@ -164,6 +219,7 @@ impl Tuple {
     pub fn len(&self) -> usize {
         match &self.0 {
             Repr::Inline { len, .. } => *len as usize,
+            Repr::Packed(b) => b.len() / 9,
             Repr::Heap(vs) => vs.len(),
         }
     }
@@ -175,6 +231,7 @@ impl Tuple {
             Repr::Inline { len, tags, words } => {
                 (i < *len as usize).then(|| decode(tags[i], words[i]))
             }
+            Repr::Packed(b) => packed_get(b, i),
             Repr::Heap(vs) => vs.get(i).copied(),
         }
     }
@@ -221,6 +278,8 @@ impl Ord for Tuple {
                 // Any total order will do; this one compares whole arrays.
                 w1.cmp(w2).then_with(|| t1.cmp(t2)).then_with(|| l1.cmp(l2))
             }
+            // Equal bytes iff equal values (the encoding is canonical).
+            (Repr::Packed(a), Repr::Packed(b)) => a.cmp(b),
             (Repr::Heap(a), Repr::Heap(b)) => {
                 for (x, y) in a.iter().zip(b.iter()) {
                     match fast_cmp(x, y) {
@@ -230,8 +289,11 @@ impl Ord for Tuple {
                 }
                 a.len().cmp(&b.len())
             }
-            (Repr::Inline { .. }, Repr::Heap(_)) => Ordering::Less,
-            (Repr::Heap(_), Repr::Inline { .. }) => Ordering::Greater,
+            // Across representations: inline < packed < heap.
+            (Repr::Inline { .. }, _) => Ordering::Less,
+            (_, Repr::Inline { .. }) => Ordering::Greater,
+            (Repr::Packed(_), Repr::Heap(_)) => Ordering::Less,
+            (Repr::Heap(_), Repr::Packed(_)) => Ordering::Greater,
         }
     }
 }
@@ -433,6 +495,37 @@ mod tests {
             assert_eq!(Tuple::from_row(vs.clone()), t, "canonical representation");
             assert_eq!(t.len(), vs.len());
         }
+    }
+
+    #[test]
+    fn long_narrow_rows_are_packed_canonically() {
+        let vs: Vec<Value> = (0..9)
+            .map(|i| match i % 3 {
+                0 => Value::Number(-i),
+                1 => Value::sym("packed-test"),
+                _ => Value::Mac(0xfeed_0000 + i as u64),
+            })
+            .collect();
+        let t = Tuple::from_values(&vs);
+        assert!(matches!(t.0, Repr::Packed(_)));
+        assert_eq!(t.to_row(), vs);
+        assert_eq!(Tuple::from_row(vs.clone()), t);
+        assert_eq!(t.get(9), None);
+        // A wide value after the spill moves the whole row to the heap.
+        let mut wide = vs.clone();
+        wide.push(Value::Ipv6(9));
+        let w = Tuple::from_values(&wide);
+        assert!(matches!(w.0, Repr::Heap(_)));
+        assert_eq!(w.to_row(), wide);
+        assert_eq!(Tuple::from_row(wide), w);
+        // Orders: a total order consistent with equality across the kinds.
+        let short = Tuple::from_values(&vs[..2]);
+        assert_eq!(short.cmp(&t), Ordering::Less);
+        assert_eq!(t.cmp(&w), Ordering::Less);
+        let mut other = vs.clone();
+        other[8] = Value::Mac(1);
+        assert_ne!(t.cmp(&Tuple::from_values(&other)), Ordering::Equal);
+        assert_eq!(t.cmp(&Tuple::from_values(&vs)), Ordering::Equal);
     }
 
     #[test]
