@@ -169,8 +169,15 @@ def hoverboard_scaling(netc: Path, args, work: Path) -> list[dict]:
     for vms in args.hoverboard_vms:
         tenants = vms // 10
         intent = work / f"hb-{vms}.ndl"
-        extra = ["--tenants", str(tenants), "--hosts", str(max(vms // 10, 4)), "--hoverboard-pct", "100", "--vips", "0", "--acls-per-tenant", "0"]
-        gen(netc, "S", intent, extra)
+        hosts = max(vms // 10, 4)
+        # k=4 holds at most 2,000 hosts (250 per ToR); k=20 has 200 ToRs.
+        k = "4" if hosts <= 2000 else "20"
+        extra = ["--tenants", str(tenants), "--hosts", str(hosts), "--k", k, "--hoverboard-pct", "100", "--vips", "0", "--acls-per-tenant", "0"]
+        try:
+            gen(netc, "S", intent, extra)
+        except subprocess.CalledProcessError as e:
+            rows.append({"vms": vms, "flows": None, "wall_s": 0.0, "peak_rss_mib": None, "rc": None, "error": f"netc gen failed: rc {e.returncode}"})
+            continue
         out = work / f"hb-out-{vms}"
         log(f"hoverboard scaling: {vms} VMs")
         r = wait4_run([str(netc), "compile", "--out", str(out), str(intent)], int(args.cap_gb * 1e9), args.timeout)
