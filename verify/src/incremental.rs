@@ -208,16 +208,15 @@ fn seen_through(space: &Space, key: &[(Field, Val)], m: &[Constraint]) -> Option
 /// would (only entries that moved are listed).
 #[derive(Default)]
 struct Renumber {
-    /// Per bridge index (dense: every kept outcome's every hop looks here).
-    flows: Vec<Option<Vec<Option<u32>>>>,
+    flows: HashMap<u32, Vec<Option<u32>>>,
     lb: Option<Vec<Option<u32>>>,
 }
 
 impl Renumber {
     fn hop(&self, h: Hop) -> Option<Hop> {
         Some(match h {
-            Hop::Flow { bridge, flow } => match self.flows.get(bridge as usize) {
-                Some(Some(m)) => Hop::Flow {
+            Hop::Flow { bridge, flow } => match self.flows.get(&bridge) {
+                Some(m) => Hop::Flow {
                     bridge,
                     flow: (*m.get(flow as usize)?)?,
                 },
@@ -374,11 +373,7 @@ impl Verifier {
             )?;
             up.bridges_rebuilt += 1;
             if let (Some(m), Some(i)) = (moved, self.net.index_of(&name)) {
-                let i = i as usize;
-                if renum.flows.len() <= i {
-                    renum.flows.resize(i + 1, None);
-                }
-                renum.flows[i] = Some(m);
+                renum.flows.insert(i, m);
             }
             if same_text {
                 continue; // only `file:line`s moved: nothing to re-check
