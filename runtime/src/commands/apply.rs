@@ -30,7 +30,6 @@ use crate::rollout::{self, Failure};
 use crate::store::Verdict;
 use crate::store::{Journal, NewGeneration, Store};
 use std::collections::BTreeMap;
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 pub struct ApplyArgs<'a> {
@@ -189,7 +188,11 @@ pub fn push_and_commit(
             crate::store::utc_text(j.started)
         );
     }
-    let bar = progress(inv.targets.len(), json);
+    let bar = if json {
+        None
+    } else {
+        super::output::bar(inv.targets.len(), "pushing")
+    };
     let phases = s.phases.as_ref();
     let result = rollout::roll_out_phased(inv, &s.gen.outputs, &s.base_outputs, phases, |t, _| {
         if let Some(b) = &bar {
@@ -239,19 +242,6 @@ fn now() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64)
-}
-
-/// A progress bar on stderr for rollouts of several devices, only on a terminal.
-fn progress(n: usize, json: bool) -> Option<indicatif::ProgressBar> {
-    if json || n < 2 || !std::io::stderr().is_terminal() {
-        return None;
-    }
-    let b = indicatif::ProgressBar::new(n as u64);
-    if let Ok(style) = indicatif::ProgressStyle::with_template("pushing {bar:30} {pos}/{len} {msg}")
-    {
-        b.set_style(style);
-    }
-    Some(b)
 }
 
 /// A rollout that stopped at a device, as printed.
