@@ -65,7 +65,10 @@ def main() -> int:
     a.work.mkdir(parents=True, exist_ok=True)
     intent, out = a.work / f"{a.preset}.ndl", a.work / f"{a.preset}_out"
 
-    if run([str(netc), "gen", "--preset", a.preset, "--out", str(intent)], a.mem_limit, capture_output=True).returncode:
+    g = run([str(netc), "gen", "--preset", a.preset, "--out", str(intent)], a.mem_limit, capture_output=True)
+    if g.returncode:
+        print(g.stderr, file=sys.stderr)
+        print(f"netc gen of preset {a.preset} failed (exit {g.returncode})", file=sys.stderr)
         return 1
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     t0 = time.monotonic()
