@@ -115,15 +115,14 @@ pub fn print_refused(
     json: bool,
 ) -> Outcome {
     if json {
-        println!(
-            "{}",
+        super::output::emit(
             serde_json::to_string_pretty(&serde_json::json!({
                 "refused": why,
                 "devices": devices,
                 "verdict": verdict.as_str(),
                 "report": report,
             }))
-            .unwrap_or_default()
+            .unwrap_or_default(),
         );
     }
     eprintln!("error: refused: {why}; nothing was pushed");
@@ -284,7 +283,7 @@ pub fn print_failure(f: &FailedAt, json: bool) -> Outcome {
             "not_restored": f.not_restored,
             "committed": false,
         });
-        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        super::output::emit(serde_json::to_string_pretty(&v).unwrap_or_default());
     }
     // As `PushError` displays itself.
     eprintln!(
@@ -371,7 +370,7 @@ pub fn print_done(d: &Done, verbose: bool, json: bool, paint: &Paint) {
             "forced": d.forced,
             "interrupted": d.interrupted.map(|(pid, started)| serde_json::json!({"pid": pid, "started": started})),
         });
-        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        super::output::emit(serde_json::to_string_pretty(&v).unwrap_or_default());
         return;
     }
     staged::print_changes(d.changes, verbose, paint);

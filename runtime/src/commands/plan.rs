@@ -81,7 +81,7 @@ pub fn print_plan(v: &PlanView, verbose: bool, json: bool) -> Outcome {
             "verify_error": v.verify_error,
             "report": v.report,
         });
-        println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+        super::output::emit(serde_json::to_string_pretty(&out).unwrap_or_default());
     } else {
         let paint = Paint::stdout();
         let against = v.base.map_or("nothing applied yet".to_string(), |b| {

@@ -81,7 +81,7 @@ fn run_inner(state: Option<&Path>, inv: Option<&Path>, json: bool) -> Result<Out
                 "drift": n,
             })).collect::<Vec<_>>(),
         });
-        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        super::output::emit(serde_json::to_string_pretty(&v).unwrap_or_default());
     } else {
         let paint = Paint::stdout();
         println!(
