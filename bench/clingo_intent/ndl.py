@@ -300,13 +300,17 @@ class _Parser:
         if name.kind != "ident":
             raise NdlError(f"{name.where}: expected a relation name, found `{name.text}`")
         self.expect("(")
-        args = []
+        return ("atom", name.text, self.args())
+
+    def args(self):
+        """The comma-separated expressions up to and including `)` (after `(`)."""
+        out = []
         while not self.at(")"):
-            args.append(self.expr())
+            out.append(self.expr())
             if self.at(","):
                 self.next()
         self.expect(")")
-        return ("atom", name.text, args)
+        return out
 
     # ---------------------------------------------------------------- expressions
     def expr(self, min_level: int = 0):
@@ -354,13 +358,7 @@ class _Parser:
                 return ("wild",)
             if self.at("("):
                 self.next()
-                args = []
-                while not self.at(")"):
-                    args.append(self.expr())
-                    if self.at(","):
-                        self.next()
-                self.expect(")")
-                return ("call", tok.text, args)
+                return ("call", tok.text, self.args())
             return ("var", tok.text)
         return ("const", literal_value(tok))
 
