@@ -28,7 +28,6 @@ from __future__ import annotations
 import http.server
 import json
 import os
-import signal
 import sqlite3
 import subprocess
 import threading
@@ -49,6 +48,7 @@ from test_apply import (
     netc,
     write_inventory,
 )
+from test_serve import OwnedProcess
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +60,7 @@ def fabric():
         f.stop()
 
 
-class Daemon:
+class Daemon(OwnedProcess):
     """`netc serve --json` on an ephemeral loopback port."""
 
     def __init__(self, state: Path, *args: str):
@@ -96,18 +96,6 @@ class Daemon:
         r = netc_status_via_http(self.url, self.token)
         return r
 
-    def kill9(self):
-        os.kill(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(timeout=30)
-
-    def stop(self):
-        if self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.kill(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(timeout=30)
 
 
 def netc_status_via_http(url: str, token: str, headers: dict | None = None) -> dict:

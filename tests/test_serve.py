@@ -40,7 +40,24 @@ NEW_VM = (
 )
 
 
-class Daemon:
+class OwnedProcess:
+    """A daemon a test started (`self.proc`), stopped by its pid."""
+
+    def kill9(self):
+        os.kill(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(timeout=30)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.kill(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=30)
+
+
+class Daemon(OwnedProcess):
     def __init__(self, netc: str, state: Path, *intent: Path):
         self.state = state
         self.log = state.parent / f"serve-{time.monotonic_ns()}.log"
@@ -78,18 +95,6 @@ class Daemon:
         except urllib.error.HTTPError as e:
             return e.code, json.loads(e.read())
 
-    def kill9(self):
-        os.kill(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(timeout=30)
-
-    def stop(self):
-        if self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.kill(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(timeout=30)
 
 
 @pytest.fixture
