@@ -230,15 +230,21 @@ def test_vm_move_with_hairpin_first_is_proven(netc_bin: str, move: dict[str, Pat
     assert "1 VM move(s) (acme/db1 h2 → h3)" in p["detail"] and "hairpin first" in p["detail"], p
 
 
-def test_vm_move_in_the_flat_order_is_black_holed(netc_bin: str, move: dict[str, Path]) -> None:
+def plan1_violated(netc_bin: str, move: dict[str, Path], order: str) -> tuple[dict, dict]:
+    """Verifies the move with the rollout in `order` (NETC_ROLLOUT): exit 1,
+    PLAN-1 violated; returns the report and PLAN-1's first counterexample."""
     rc, report, err = verify_env(
         netc_bin, ["--artifacts", str(move["new"]), "--against", str(move["old"]), str(move["new.ndl"])],
-        {"NETC_ROLLOUT": "flat"},
+        {"NETC_ROLLOUT": order},
     )
     assert rc == 1, err
     p = plan1(report)
     assert p["status"] == "violated", p
-    cx = p["counterexamples"][0]
+    return report, p["counterexamples"][0]
+
+
+def test_vm_move_in_the_flat_order_is_black_holed(netc_bin: str, move: dict[str, Path]) -> None:
+    report, cx = plan1_violated(netc_bin, move, "flat")
     assert "h1 gets its new artifacts" in cx["summary"] and "black-holed" in cx["summary"], cx
     assert "acme/web1 → acme/db1" in cx["summary"], cx
     # a concrete packet the ACLs allow (web → db on 5432), dropped at h3 in that state
@@ -252,14 +258,7 @@ def test_vm_move_in_the_flat_order_is_black_holed(netc_bin: str, move: dict[str,
 
 
 def test_vm_move_with_the_hairpin_removed_first_is_black_holed(netc_bin: str, move: dict[str, Path]) -> None:
-    rc, report, err = verify_env(
-        netc_bin, ["--artifacts", str(move["new"]), "--against", str(move["old"]), str(move["new.ndl"])],
-        {"NETC_ROLLOUT": "unpin-early"},
-    )
-    assert rc == 1, err
-    p = plan1(report)
-    assert p["status"] == "violated", p
-    cx = p["counterexamples"][0]
+    _, cx = plan1_violated(netc_bin, move, "unpin-early")
     # h1 still tunnels db1's packets to h2, which no longer forwards them
     assert "(phase 4: h2 gets its new artifacts)" in cx["summary"] and "black-holed" in cx["summary"], cx
     [path] = cx["paths"]
