@@ -311,7 +311,7 @@ def test_a_switch_running_another_program_aborts_and_every_device_goes_back(fabr
     writes2 = svc2.writes
     rc, devs = status_of(state)
     assert rc == 1 and "another P4 program" in devs["tor2"]["detail"], devs["tor2"]
-    assert devs["tor2"]["state"] == "unreachable" and devs["tor2"]["drift"] is None
+    assert devs["tor2"]["state"] == "foreign-program" and devs["tor2"]["drift"] is None
 
     changed = moved_web2(tmp_path)
     new = compiled(changed, tmp_path / "c1")

@@ -238,6 +238,14 @@ def test_the_cli_ensures_the_pipeline_and_diffs(switch, tmp_path):
     svc.store.pop(next(iter(svc.store)))
     r = cli("diff")
     assert r.returncode == 0 and "1 updates differ" in r.stderr and len(r.stdout.splitlines()) == 1
+    # another program on the switch: its own exit code (netc status: foreign-program), nothing written
+    with P4RuntimeClient(addr, 7, p4info.load(), "spine2") as c:
+        c.set_pipeline(foreign_p4info(p4info.load()))
+    writes = svc.writes
+    for args in (("diff", "--check-pipeline"), ("apply", "--ensure-pipeline")):
+        r = cli(*args)
+        assert r.returncode == 3 and "runs another P4 program" in r.stderr, (args, r.returncode, r.stderr)
+    assert svc.writes == writes
 
 
 def test_diff_with_check_pipeline_counts_a_missing_one_and_refuses_a_foreign_one(switch, ix):
@@ -327,3 +335,52 @@ def test_diff_counts_exactly_what_apply_then_changes_from_any_starting_state(swi
         assert sum(x.startswith("DELETE") for x in d) == len(extra)
         assert c.apply(desired) == len(d)
         assert state(svc) == want(desired) and c.diff(desired, check_pipeline=True) == []
+
+
+def test_the_cli_exits_when_the_process_that_started_it_dies(tmp_path):
+    """`netc apply` killed -9 mid-push must not leave a client behind holding
+    a switch's stream: the client notices its parent is gone and exits."""
+    import os
+    import signal
+    import socket
+    import subprocess
+    import time
+
+    # a switch that accepts the connection and never answers: the client would wait on it
+    silent = socket.create_server(("127.0.0.1", 0))
+    held = []
+    port = silent.getsockname()[1]
+    env = {"PYTHONPATH": str(REPO / "targets"), "PATH": "/usr/bin:/bin"}
+    f = GOLDEN / "athena" / "spine2.txtpb"
+    client = f"{sys.executable} -m p4client diff --address 127.0.0.1:{port} --switch spine2 --file {f}"
+    parent = subprocess.Popen(["bash", "-c", f"{client} 2>{tmp_path / 'err'} & echo $!; wait"],
+                              stdout=subprocess.PIPE, text=True, env=env)
+    child = None
+    try:
+        child = int(parent.stdout.readline())
+        silent.settimeout(30)
+        held.append(silent.accept()[0])  # the client is connected and waiting
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait(timeout=10)
+
+        def alive(pid):
+            try:
+                state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+            except FileNotFoundError:
+                return False
+            return state != "Z"
+
+        deadline = time.monotonic() + 10
+        while alive(child) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not alive(child), "p4client outlived the process that started it"
+        assert "the process that started p4client died" in (tmp_path / "err").read_text()
+    finally:
+        if child is not None and Path(f"/proc/{child}").exists():
+            os.kill(child, signal.SIGKILL)
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait(timeout=10)
+        for c in held:
+            c.close()
+        silent.close()

@@ -443,7 +443,7 @@ enum Command {
     ),
         example: "  netc status --json",
         exit0: "every device in sync",
-        exit1: "drift, an unreachable device, or an interrupted apply",
+        exit1: "drift, an unreachable device, a P4 switch running another program, or an interrupted apply",
         exit2: "usage, input or state error (message and hint on stderr)",
     ))]
     Status {

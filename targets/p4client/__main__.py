@@ -12,14 +12,19 @@ is the dry run: it prints the updates `apply` would send (`N updates
 differ`, then one per line) and writes nothing; with `--check-pipeline` a
 missing pipeline is one more line and another program's is an error (as
 `apply --ensure-pipeline` would find). Exit 0 on success, 1 if the
-switch rejected an update (rolled back) or runs another program, 2 on
-usage/connection errors.
+switch rejected an update (rolled back), 2 on usage/connection errors, 3 if
+the switch runs another program (nothing written; `netc status` reports the
+switch as `foreign-program` rather than unreachable). The client exits by
+itself (code 4) when the process that started it dies.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import threading
+import time
 from pathlib import Path
 
 from google.protobuf import text_format
@@ -27,6 +32,27 @@ from p4.v1 import p4runtime_pb2
 
 from .client import ForeignPipeline, P4ClientError, P4RuntimeClient, WriteFailed
 from .p4info import DEFAULT, load
+
+# netc's rollout (runtime/src/rollout/push.rs) reads this code
+EXIT_FOREIGN_PROGRAM = 3
+# nobody reads it: the parent is gone
+EXIT_PARENT_DIED = 4
+
+
+def exit_with_parent(poll: float = 0.2) -> None:
+    """Exit when the process that started us dies (it is `netc apply`/`status`,
+    which may be killed -9 mid-push): a client left behind would keep a
+    switch's primary arbitration and a stream open. Re-parenting changes our
+    parent pid, which a daemon thread notices within `poll` seconds."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(poll)
+        print("error: the process that started p4client died; stopping", file=sys.stderr)
+        os._exit(EXIT_PARENT_DIED)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
 
 
 def main(argv=None) -> int:
@@ -74,7 +100,10 @@ def main(argv=None) -> int:
     except OSError as e:
         print(f"error: switch `{name}`: {e}", file=sys.stderr)
         return 2
-    except (WriteFailed, ForeignPipeline) as e:
+    except ForeignPipeline as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_FOREIGN_PROGRAM
+    except WriteFailed as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     except P4ClientError as e:
@@ -85,4 +114,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    exit_with_parent()
     sys.exit(main())

@@ -4,11 +4,12 @@
 //! interrupted apply if its journal is there, and per device whether it
 //! drifted: a reconcile dry run (OVS: dump and diff by cookie; agent: compare
 //! the files; P4: `p4client diff` — Read and compare, a missing pipeline
-//! counts, a foreign one is an error); `--json` gives each device's `drift`
-//! count (0 in sync, null when unknown). Devices:
-//! `--inventory FILE`, else the routes the generation recorded.
-//! Exit 0 every device in sync, 1 drift, an unreachable device or an
-//! interrupted apply, 2 usage/input/state errors.
+//! counts, a switch running another program is `foreign-program`);
+//! `--json` gives each device's `state` and `drift` count (0 in sync, null
+//! when unknown). Devices: `--inventory FILE`, else the routes the
+//! generation recorded. Exit 0 every device in sync, 1 drift, an
+//! unreachable device, a foreign program or an interrupted apply, 2
+//! usage/input/state errors.
 
 use super::apply;
 use super::staged::{self, Paint};
@@ -58,9 +59,10 @@ fn run_inner(state: Option<&Path>, inv: Option<&Path>, json: bool) -> Result<Out
             Ok(Some(0)) => ("in-sync", String::new()),
             Ok(Some(n)) => ("drifted", format!("{n} entries differ")),
             Ok(None) => ("unchecked", "no dry run for this target".to_string()),
+            Err(e) if e.foreign_program => ("foreign-program", e.reason.clone()),
             Err(e) => ("unreachable", e.reason.clone()),
         };
-        trouble |= state == "drifted" || state == "unreachable";
+        trouble |= state != "in-sync" && state != "unchecked";
         // the count itself, for --json readers: 0 in sync, null when not known
         let count = drift.ok().flatten();
         devices.push((t, state, detail, count));

@@ -35,6 +35,9 @@ pub struct PushError {
     pub kind: &'static str,
     pub address: String,
     pub reason: String,
+    /// The device answered, but runs a program other than netc's (a P4
+    /// switch with another P4Info); netc refuses to touch it.
+    pub foreign_program: bool,
 }
 
 /// What a push changed (a count of entries; 0: already in sync).
@@ -56,6 +59,7 @@ fn error(t: &Target, reason: impl Into<String>) -> PushError {
         kind: t.route.kind(),
         address: t.route.address(),
         reason: reason.into(),
+        foreign_program: false,
     }
 }
 
@@ -227,6 +231,14 @@ fn run_p4client(
         cmd.arg("--check-pipeline");
     }
     let result = match run_within(&mut cmd, Duration::from_secs(d.timeout_secs)) {
+        Ok(f) if f.status.code() == Some(P4CLIENT_FOREIGN_PROGRAM) => {
+            let _ = std::fs::remove_file(&file);
+            let reason = client_outcome(f).err().unwrap_or_default();
+            return Err(PushError {
+                foreign_program: true,
+                ..error(t, reason)
+            });
+        }
         Ok(f) => client_outcome(f),
         Err(RunError::Spawn(e)) => Err(format!(
             "cannot run `{} -m p4client`: {e} (install Python 3 and targets/p4client's requirements)",
@@ -241,6 +253,10 @@ fn run_p4client(
     let _ = std::fs::remove_file(&file);
     result.map_err(|e| error(t, e))
 }
+
+/// `p4client`'s exit code for a switch running another program
+/// (`EXIT_FOREIGN_PROGRAM` in targets/p4client/__main__.py).
+const P4CLIENT_FOREIGN_PROGRAM: i32 = 3;
 
 /// The p4 client's outcome: Ok(stderr) on exit 0, else its error lines.
 fn client_outcome(f: Finished) -> Result<String, String> {
