@@ -1,39 +1,51 @@
 #!/usr/bin/env python3
-"""netc at Andromeda scale (issue 8): one command, scenarios S, M, L from `netc gen`.
+"""netc at Andromeda scale (issue 8): the whole suite in one command, on `netc gen` S, M, L.
 
-    python3 bench/suite.py                    # S, M, L; 500 changes per kind; writes bench/results/suite-<date>-<commit>.json
-    python3 bench/suite.py --presets S M      # skip L
-    python3 bench/suite.py --quick            # S only, 50 changes per kind, no scaling/verify (CI-sized)
-    python3 bench/suite.py --skip-build --cap-gb 10 --changes 500 --plots docs/perf
+    python3 bench/suite.py --from-head --plots docs/perf   # everything, one run (~45 min on 2 cores)
+    python3 bench/suite.py --presets S M                    # without L (still verification and clingo)
+    python3 bench/suite.py --quick --skip-build             # S only, 50 changes per kind (CI-sized)
 
-Per preset, each step in its own process under `prlimit --as=<cap>` (default
-10 GB, so a scenario that does not fit fails cleanly instead of taking the
-shared machine down), never two at once:
-  1. `netc gen --preset P` (seed 1);
-  2. full compile: `netc compile --out DIR` (intent -> every artifact on disk),
-     wall time and peak RSS from wait4();
-  3. `netc-bench intent` (bench/src/intent.rs): from scratch in memory, then
-     six kinds of single intent change through the warm engine (add a VM,
-     remove a DIP, add an ACL rule, move a VM, add a VIP, fail a DIP), each
-     timed from the commit to the rendered per-device deltas; p50/p99; and a
-     few of the same changes evaluated from scratch (the ratio is the headline);
-  4. verification: bench/verify/run.py (full + incremental) when present.
-Then flows vs VMs under the Hoverboard model (every tenant Hoverboard) at
-1k / 10k / 100k VMs, a table on stdout, JSON, and PNG plots (--plots DIR).
-Exit 1 only if a step crashed for a reason other than the memory cap;
-missed targets are reported, never fatal.
+Everything below runs in ONE invocation, so the figures are comparable:
+  per preset (S, then M):
+    1. `netc gen --preset P` (seed 1);
+    2. full compile: `netc compile --out DIR` (intent -> every artifact on disk),
+       wall, CPU and peak RSS from wait4();
+    3. `netc-bench intent` (bench/src/intent.rs): from scratch in memory, then
+       six kinds of single intent change through the warm engine (add a VM,
+       remove a DIP, add an ACL rule, move a VM, add a VIP, fail a DIP), each
+       timed from the commit to the rendered per-device deltas, >= 500 per kind
+       where the scenario has that many (p50/p99, wall and CPU); then the same
+       changes evaluated from scratch (one per kind: the ratio is the headline);
+    4. verification, full and incremental: bench/verify/run.py;
+  then clingo on the same rules and facts for S and M (bench/clingo_intent.py),
+  flows vs VMs under the Hoverboard model at 1k / 10k / 100k VMs, and L last
+  (steps 1-4; L's warm phase only if its compile fits).
+
+Every step is its own process group under `prlimit --as=<--cap-gb>` with a
+timeout, so a scenario that does not fit fails that step cleanly: its rc,
+wall time, CPU and peak RSS are recorded with the reason and the suite goes
+on. The JSON (bench/results/suite-<date>-<commit>.json) is rewritten after
+every step, so an interrupted run keeps what finished. The binaries are
+copied aside before the first step (later builds in the tree cannot change
+them mid-run); --from-head builds them from a snapshot of HEAD instead of the
+working tree (which may hold other people's uncommitted edits).
+Exit 1 only if a step failed for a reason other than the memory cap or the
+timeout; missed targets are reported, never fatal.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import io
 import json
 import os
 import platform
-import resource
+import shutil
+import signal
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from pathlib import Path
@@ -41,72 +53,142 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 KINDS = ("add_vm", "remove_dip", "add_acl", "move_vm", "add_vip", "fail_dip")
-TARGETS = {"compile_s": 60.0, "rss_gb": 8.0, "p50_ms": 5.0, "p99_ms": 50.0, "speedup": 1000.0}
+TARGETS = {
+    "compile_s": 60.0,
+    "rss_gb": 8.0,
+    "p50_ms": 5.0,
+    "p99_ms": 50.0,
+    "speedup": 1000.0,
+    "verify_incremental_p50_ms": 50.0,
+}
 # Seed systems' published numbers (ms), compared as ratios in docs/performance.md.
 SEEDS_MS = {"Andromeda median update (30 partitions)": 184.0, "Ananta median VIP config": 75.0, "OVN add a port": 30.0}
+# Exit statuses that mean "an allocation failed under the address-space cap":
+# Rust aborts (SIGABRT) on a failed allocation; the kernel's OOM killer sends SIGKILL.
+OOM_RCS = (-6, 134, -9, 137)
 
 
 def log(msg: str) -> None:
-    print(f"[suite] {msg}", file=sys.stderr, flush=True)
+    print(f"[suite {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
 def target_dir() -> Path:
     return Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
 
 
-def measured(cmd: list[str], cap_bytes: int, timeout: float, stdout=subprocess.PIPE) -> dict:
-    """Runs cmd under an address-space cap; wall s, peak RSS MiB (wait4), rc, stdout."""
-    full = ["prlimit", f"--as={cap_bytes}", "--", *cmd]
-    start = time.monotonic()
-    p = subprocess.Popen(full, stdout=stdout, stderr=subprocess.PIPE, text=True)
-    try:
-        out, err = p.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        out, err = p.communicate()
-        return {"rc": None, "wall_s": time.monotonic() - start, "error": f"timeout after {timeout:.0f} s"}
-    wall = time.monotonic() - start
-    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    res = {"rc": p.returncode, "wall_s": wall, "stdout": out or "", "stderr_tail": (err or "")[-2000:]}
-    # ru_maxrss of RUSAGE_CHILDREN is the largest child so far; steps run one at a
-    # time, in increasing size, so it is this step's peak unless an earlier one was larger.
-    res["peak_rss_mib_children_max"] = ru.ru_maxrss / 1024
-    return res
+# --- building and pinning the binaries -------------------------------------------------
 
 
-def wait4_run(cmd: list[str], cap_bytes: int, timeout: float) -> dict:
-    """Like measured(), but the child's own peak RSS (os.wait4), output discarded."""
+def head_snapshot(dest: Path) -> str:
+    """Makes dest hold exactly HEAD's files (git archive); rewrites only files whose bytes differ,
+    so cargo's mtime-based fingerprints rebuild only what changed since the last snapshot."""
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
+    tar = subprocess.run(["git", "archive", "--format=tar", commit], cwd=ROOT, capture_output=True, check=True).stdout
+    keep = set()
+    with tarfile.open(fileobj=io.BytesIO(tar)) as t:
+        for m in t.getmembers():
+            if not m.isfile():
+                continue
+            keep.add(m.name)
+            path = dest / m.name
+            data = t.extractfile(m).read()
+            if path.exists() and path.read_bytes() == data:
+                continue
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+            path.chmod(m.mode & 0o777)
+    for path in dest.rglob("*"):
+        if path.is_file() and str(path.relative_to(dest)) not in keep:
+            path.unlink()
+    return commit
+
+
+def build(src: Path) -> None:
+    for cmd in (
+        ["cargo", "build", "--release", "-j2", "-p", "netc-runtime", "-p", "netc-bench"],
+        ["cargo", "build", "--release", "-j2", "-p", "netc-verify", "--example", "incremental_bench"],
+    ):
+        log(" ".join(cmd) + f"  (in {src})")
+        subprocess.run(cmd, cwd=src, check=True)
+
+
+def pin_binaries(dest: Path) -> dict[str, Path]:
+    """Copies the release binaries to dest/release/ (laid out as a cargo target dir, so
+    bench/verify/run.py --skip-build finds its driver there through CARGO_TARGET_DIR)."""
+    rel = target_dir() / "release"
+    wanted = {"netc": rel / "netc", "netc-bench": rel / "netc-bench", "incremental_bench": rel / "examples" / "incremental_bench"}
+    pinned = {}
+    for name, src in wanted.items():
+        if not src.exists():
+            continue
+        to = dest / "release" / src.relative_to(rel)
+        to.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, to)
+        pinned[name] = to
+    return pinned
+
+
+# --- one step: a capped, timed process ------------------------------------------------
+
+
+def run_step(cmd: list[str], cap_bytes: int, timeout: float, scratch: Path, env: dict | None = None, keep_stdout: bool = True) -> dict:
+    """Runs cmd in its own process group under an address-space cap.
+
+    Returns rc (negative: killed by that signal), wall s, CPU s and peak RSS MiB of the
+    process tree (wait4 of the child: the largest of it and its waited-for descendants),
+    the load average before/after, stdout (if kept) and the tail of stderr, and `outcome`:
+    ok | out of memory under the cap | timeout | error. Output goes to files, so a chatty
+    child can never block on a full pipe."""
     full = ["prlimit", f"--as={cap_bytes}", "--", *cmd]
+    out_path, err_path = scratch / "step.stdout", scratch / "step.stderr"
+    load_before = os.getloadavg()[0]
     start = time.monotonic()
-    p = subprocess.Popen(full, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = start + timeout
-    while True:
-        pid, status, ru = os.wait4(p.pid, os.WNOHANG)
-        if pid:
-            break
-        if time.monotonic() > deadline:
-            p.kill()
-            os.wait4(p.pid, 0)
-            return {"rc": None, "wall_s": timeout, "error": "timeout"}
-        time.sleep(0.05)
+    with out_path.open("wb") as fo, err_path.open("wb") as fe:
+        p = subprocess.Popen(full, stdout=fo, stderr=fe, env=env, start_new_session=True)
+        deadline = start + timeout
+        timed_out = False
+        while True:
+            pid, status, ru = os.wait4(p.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() > deadline:
+                timed_out = True
+                os.killpg(p.pid, signal.SIGKILL)
+                pid, status, ru = os.wait4(p.pid, 0)
+                break
+            time.sleep(0.05)
+    p.returncode = os.waitstatus_to_exitcode(status)  # reaped by wait4; keep Popen from waiting again
     wall = time.monotonic() - start
-    err = p.stderr.read().decode(errors="replace")[-1500:] if p.stderr else ""
-    return {
-        "rc": os.waitstatus_to_exitcode(status),
+    err = err_path.read_text(errors="replace")
+    res = {
+        "rc": p.returncode,
         "wall_s": wall,
         "cpu_s": ru.ru_utime + ru.ru_stime,
         "peak_rss_mib": ru.ru_maxrss / 1024,
-        "stderr_tail": err,
+        "load_1m_before": load_before,
+        "load_1m_after": os.getloadavg()[0],
+        "stderr_tail": err[-2000:],
     }
+    if keep_stdout:
+        res["stdout"] = out_path.read_text(errors="replace")
+    if timed_out:
+        res["outcome"] = f"timeout after {timeout:.0f} s (process group killed)"
+    elif res["rc"] == 0:
+        res["outcome"] = "ok"
+    elif res["rc"] in OOM_RCS or "memory allocation" in err or "out of memory" in err.lower():
+        res["outcome"] = f"out of memory under the {cap_bytes / 1e9:g} GB cap (rc {res['rc']}, peak RSS {res['peak_rss_mib']:.0f} MiB after {wall:.1f} s)"
+    else:
+        res["outcome"] = "error"
+    return res
 
 
-def build() -> None:
-    log("cargo build --release -p netc-runtime -p netc-bench")
-    subprocess.run(["cargo", "build", "--release", "-j2", "-p", "netc-runtime", "-p", "netc-bench"], cwd=ROOT, check=True)
+def failed_hard(res: dict) -> bool:
+    """A failure that is not the memory cap or the timeout: a crash, a refused input."""
+    return res.get("outcome") == "error"
 
 
-def gen(netc: Path, preset: str, out: Path, extra: list[str] | None = None) -> None:
-    subprocess.run([str(netc), "gen", "--preset", preset, *(extra or []), "--out", str(out)], check=True, stdout=subprocess.DEVNULL)
+def gen(netc: Path, preset: str, out: Path, extra: list[str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([str(netc), "gen", "--preset", preset, *(extra or []), "--out", str(out)], capture_output=True, text=True)
 
 
 def count_flows(out_dir: Path) -> int:
@@ -117,77 +199,133 @@ def count_flows(out_dir: Path) -> int:
         return sum(1 for _ in f)
 
 
-def run_preset(args, netc: Path, nbench: Path, preset: str, work: Path) -> dict:
-    cap = int(args.cap_gb * 1e9)
-    intent = work / f"{preset}.ndl"
-    gen(netc, preset, intent)
-    res: dict = {"preset": preset, "intent_bytes": intent.stat().st_size}
-    log(f"{preset}: full compile (cap {args.cap_gb} GB)")
-    out = work / f"out-{preset}"
-    c = wait4_run([str(netc), "compile", "--out", str(out), str(intent)], cap, args.timeout)
-    c["flows"] = count_flows(out) if c.get("rc") == 0 else None
-    res["compile"] = c
-    log(f"{preset}: compile rc={c.get('rc')} wall={c['wall_s']:.1f}s rss={c.get('peak_rss_mib', 0):.0f}MiB")
-    subprocess.run(["rm", "-rf", str(out)])
-    if c.get("rc") != 0:
-        res["warm"] = {"skipped": "the full compile did not finish under the cap"}
-        return res
-    samples = args.scratch_samples if preset != "L" else 0
-    log(f"{preset}: warm changes ({args.changes} per kind)")
-    w = measured(
-        [str(nbench), "intent", "--intent", str(intent), "--changes", str(args.changes), "--scratch-samples", str(samples)],
-        cap,
-        args.timeout,
-    )
-    if w.get("rc") == 0:
-        res["warm"] = json.loads(w["stdout"])
-    else:
-        res["warm"] = {"error": w.get("error") or f"rc {w.get('rc')}", "stderr_tail": w.get("stderr_tail", "")}
-    return res
+# --- the steps -------------------------------------------------------------------------
 
 
-def verification(preset: str, args, work: Path) -> dict:
-    script = BENCH / "verify" / "run.py"
-    if not script.exists():
-        return {"status": "not measured (bench/verify/run.py absent)"}
-    out = work / f"verify-{preset}.json"
-    cmd = [sys.executable, str(script), "--preset", preset, "--changes", str(args.verify_changes), "--json", str(out), "--mem-limit", str(int(args.cap_gb * 1e9))]
-    if args.skip_build:
-        cmd.append("--skip-build")
-    try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
-    except subprocess.TimeoutExpired:
-        return {"status": f"not measured (timeout after {args.timeout:.0f} s)"}
-    if p.returncode != 0 or not out.exists():
-        return {"status": f"failed rc={p.returncode}", "stderr_tail": p.stderr[-1500:]}
-    return {"status": "ok", "result": json.loads(out.read_text())}
+class Suite:
+    """The run: its arguments, the pinned binaries, and the JSON document saved after every step."""
+
+    def __init__(self, args, bins: dict[str, Path], work: Path, doc: dict, out: Path):
+        self.args, self.bins, self.work, self.doc, self.out = args, bins, work, doc, out
+        self.cap = int(args.cap_gb * 1e9)
+        self.hard_failures: list[str] = []
+
+    def save(self) -> None:
+        tmp = self.out.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(self.doc, indent=1))
+        tmp.replace(self.out)
+
+    def step(self, name: str, cmd: list[str], timeout: float | None = None, env: dict | None = None, keep_stdout: bool = True) -> dict:
+        log(f"{name}: start (load {os.getloadavg()[0]:.1f})")
+        r = run_step(cmd, self.cap, timeout or self.args.timeout, self.work, env, keep_stdout)
+        log(f"{name}: {r['outcome']} — wall {r['wall_s']:.1f} s, CPU {r['cpu_s']:.1f} s, peak RSS {r['peak_rss_mib']:.0f} MiB")
+        if failed_hard(r):
+            self.hard_failures.append(name)
+            log(f"{name}: stderr tail:\n{r['stderr_tail'][-800:]}")
+        self.doc["steps"].append({"step": name, "started_utc": dt.datetime.now(dt.timezone.utc).isoformat(), **{k: v for k, v in r.items() if k != "stdout"}})
+        return r
+
+    def preset(self, preset: str) -> None:
+        a, netc = self.args, self.bins["netc"]
+        res: dict = {"preset": preset}
+        self.doc["presets"].append(res)
+        intent = self.work / f"{preset}.ndl"
+        g = gen(netc, preset, intent)
+        if g.returncode != 0:
+            res["compile"] = {"outcome": "error", "rc": g.returncode, "stderr_tail": g.stderr[-2000:], "wall_s": 0.0}
+            self.hard_failures.append(f"gen {preset}")
+            self.save()
+            return
+        res["intent_bytes"] = intent.stat().st_size
+        out = self.work / f"out-{preset}"
+        c = self.step(f"{preset} compile", [str(netc), "compile", "--out", str(out), str(intent)], keep_stdout=False)
+        c["flows"] = count_flows(out) if c["rc"] == 0 else None
+        res["compile"] = c
+        shutil.rmtree(out, ignore_errors=True)
+        self.save()
+        if c["rc"] != 0:
+            res["warm"] = {"skipped": f"the full compile did not finish: {c['outcome']}"}
+        else:
+            changes = a.changes if preset != "L" else a.l_changes
+            samples = a.scratch_samples if preset != "L" else a.l_scratch_samples
+            w = self.step(
+                f"{preset} warm changes ({changes} per kind, {samples} from scratch)",
+                [str(self.bins["netc-bench"]), "intent", "--intent", str(intent), "--changes", str(changes), "--scratch-samples", str(samples)],
+            )
+            if w["rc"] == 0:
+                res["warm"] = json.loads(w["stdout"])
+                res["warm"]["process"] = {k: v for k, v in w.items() if k not in ("stdout",)}
+            else:
+                res["warm"] = {"error": w["outcome"], **{k: v for k, v in w.items() if k != "stdout"}}
+        self.save()
+        if preset in a.verify:
+            self.verification(preset, compiled=c["rc"] == 0)
+
+    def verification(self, preset: str, compiled: bool) -> None:
+        a = self.args
+        script = BENCH / "verify" / "run.py"
+        ver = self.doc["verification"]
+        if not script.exists() or "incremental_bench" not in self.bins:
+            ver[preset] = {"status": "not measured: bench/verify/run.py or its driver (netc-verify example incremental_bench) is absent"}
+        elif not compiled:
+            ver[preset] = {"status": f"not run: {preset}'s full compile did not finish under the cap (see presets), so there are no artifacts to verify"}
+        else:
+            js = self.work / f"verify-{preset}.json"
+            env = {**os.environ, "CARGO_TARGET_DIR": str(self.bins["netc"].parent.parent)}
+            cmd = [sys.executable, str(script), "--preset", preset, "--changes", str(a.verify_changes), "--json", str(js),
+                   "--work", str(self.work / f"verify-{preset}"), "--mem-limit", str(self.cap), "--skip-build"]
+            r = self.step(f"{preset} verification (full + {a.verify_changes} incremental)", cmd, env=env, keep_stdout=False)
+            if r["rc"] == 0 and js.exists():
+                ver[preset] = {"status": "ok", "result": json.loads(js.read_text()), "process": r}
+            else:
+                ver[preset] = {"status": f"failed: {r['outcome']}", "process": r}
+            shutil.rmtree(self.work / f"verify-{preset}", ignore_errors=True)
+        self.save()
+
+    def clingo(self) -> None:
+        a = self.args
+        js = self.work / "clingo-intent.json"
+        cmd = [sys.executable, str(BENCH / "clingo_intent.py"), "--netc", str(self.bins["netc"]), "--presets", *a.clingo,
+               "--json", str(js), "--work", str(self.work / "clingo"), "--bigmem", "--no-lock"]
+        r = self.step(f"clingo on {' '.join(a.clingo)} (from scratch, every output relation compared)", cmd, timeout=a.timeout * 2, keep_stdout=True)
+        if r["rc"] in (0, 1) and js.exists():
+            self.doc["clingo_intent"] = {"status": "equal" if r["rc"] == 0 else "DIFFERENT", "scenarios": json.loads(js.read_text())["scenarios"], "summary": r["stdout"][-3000:]}
+            if r["rc"] == 1:
+                self.hard_failures.append("clingo: answers differ")
+        else:
+            self.doc["clingo_intent"] = {"status": f"failed: {r['outcome']}", "process": r}
+        shutil.rmtree(self.work / "clingo", ignore_errors=True)
+        self.save()
+
+    def hoverboard(self) -> None:
+        """ovs_flow rows vs VMs with every tenant on Hoverboard (10 VMs/tenant, 10 VMs/host)."""
+        netc = self.bins["netc"]
+        for vms in self.args.hoverboard_vms:
+            hosts = max(vms // 10, 4)
+            # k=4 holds at most 2,000 hosts (250 per ToR); k=20 has 200 ToRs.
+            k = "4" if hosts <= 2000 else "20"
+            extra = ["--tenants", str(vms // 10), "--hosts", str(hosts), "--k", k, "--hoverboard-pct", "100", "--vips", "0", "--acls-per-tenant", "0"]
+            intent = self.work / f"hb-{vms}.ndl"
+            row: dict = {"vms": vms, "fat_tree_k": int(k), "hosts": hosts, "flows": None}
+            self.doc["hoverboard_scaling"].append(row)
+            g = gen(netc, "S", intent, extra)
+            if g.returncode != 0:
+                row.update({"outcome": "error", "rc": g.returncode, "stderr_tail": f"netc gen failed: {g.stderr[-1500:]}", "wall_s": 0.0})
+                self.hard_failures.append(f"hoverboard gen {vms}")
+                self.save()
+                continue
+            out = self.work / f"hb-out-{vms}"
+            r = self.step(f"Hoverboard {vms} VMs compile", [str(netc), "compile", "--out", str(out), str(intent)], keep_stdout=False)
+            row.update(r)
+            row["flows"] = count_flows(out) if r["rc"] == 0 else None
+            shutil.rmtree(out, ignore_errors=True)
+            self.save()
 
 
-def hoverboard_scaling(netc: Path, args, work: Path) -> list[dict]:
-    """ovs_flow rows vs VMs with every tenant on Hoverboard (10 VMs/tenant, 10 VMs/host)."""
-    rows = []
-    for vms in args.hoverboard_vms:
-        tenants = vms // 10
-        intent = work / f"hb-{vms}.ndl"
-        hosts = max(vms // 10, 4)
-        # k=4 holds at most 2,000 hosts (250 per ToR); k=20 has 200 ToRs.
-        k = "4" if hosts <= 2000 else "20"
-        extra = ["--tenants", str(tenants), "--hosts", str(hosts), "--k", k, "--hoverboard-pct", "100", "--vips", "0", "--acls-per-tenant", "0"]
-        try:
-            gen(netc, "S", intent, extra)
-        except subprocess.CalledProcessError as e:
-            rows.append({"vms": vms, "flows": None, "wall_s": 0.0, "peak_rss_mib": None, "rc": None, "error": f"netc gen failed: rc {e.returncode}"})
-            continue
-        out = work / f"hb-out-{vms}"
-        log(f"hoverboard scaling: {vms} VMs")
-        r = wait4_run([str(netc), "compile", "--out", str(out), str(intent)], int(args.cap_gb * 1e9), args.timeout)
-        flows = count_flows(out) if r.get("rc") == 0 else None
-        subprocess.run(["rm", "-rf", str(out)])
-        rows.append({"vms": vms, "flows": flows, "wall_s": r["wall_s"], "peak_rss_mib": r.get("peak_rss_mib"), "rc": r.get("rc")})
-    return rows
+# --- report ----------------------------------------------------------------------------
 
 
-def p(d: dict, *keys, default=None):
+def p(d, *keys, default=None):
     for k in keys:
         if not isinstance(d, dict) or k not in d:
             return default
@@ -195,36 +333,57 @@ def p(d: dict, *keys, default=None):
     return d
 
 
-def table(results: list[dict]) -> str:
-    lines = ["| preset | compile wall s | compile CPU s | peak RSS GB | flows | " + " | ".join(f"{k} p50/p99 ms (CPU p50)" for k in KINDS) + " | scratch s (sampled) | speedup (scratch / p50) |"]
-    lines.append("|" + "---|" * (6 + len(KINDS) + 1))
-    for r in results:
+def speedups(w: dict) -> dict:
+    """From-scratch seconds (with the change applied; else the in-memory from-scratch run) over
+    warm p50, per kind where that kind was sampled from scratch, and for the median kind."""
+    lat = {k: p(w, "changes", k, "latency_ms", "p50") for k in KINDS if p(w, "changes", k, "latency_ms")}
+    sc = {s["kind"]: s["seconds"] for s in w.get("scratch_with_change", [])}
+    scratch = sum(sc.values()) / len(sc) if sc else p(w, "from_scratch", "total_s")
+    out = {"scratch_s": scratch, "scratch_is": "mean of scratch_with_change" if sc else "from_scratch.total_s (no change applied)"}
+    if scratch and lat:
+        p50s = sorted(lat.values())
+        out["median_kind_p50_ms"] = p50s[len(p50s) // 2]
+        out["speedup"] = scratch * 1e3 / out["median_kind_p50_ms"]
+        out["per_kind"] = {k: sc[k] * 1e3 / lat[k] for k in lat if k in sc}
+    return out
+
+
+def table(doc: dict) -> str:
+    head = "| preset | compile wall s | CPU s | peak RSS GB | flows | " + " | ".join(f"{k} p50/p99 ms (CPU p50)" for k in KINDS) + " | scratch s | speedup |"
+    lines = [head, "|" + "---|" * (7 + len(KINDS))]
+    for r in doc["presets"]:
         c = r["compile"]
         ok = c.get("rc") == 0
-        cells = [r["preset"], f"{c['wall_s']:.1f}" + ("" if ok else f" (failed: rc {c.get('rc')})"), f"{c.get('cpu_s', 0):.1f}", f"{c.get('peak_rss_mib', 0) / 1024:.2f}", str(c.get("flows"))]
+        cells = [r["preset"], f"{c['wall_s']:.1f}" + ("" if ok else f" (failed: {c.get('outcome')})"), f"{c.get('cpu_s', 0):.1f}", f"{c.get('peak_rss_mib', 0) / 1024:.2f}", str(c.get("flows"))]
         w = r.get("warm", {})
-        p50s = []
         for k in KINDS:
             lat = p(w, "changes", k, "latency_ms")
             cpu = p(w, "changes", k, "cpu_ms", "p50")
-            if lat:
-                cells.append(f"{lat['p50']:.2f} / {lat['p99']:.2f}" + (f" (CPU {cpu:.1f})" if cpu is not None else ""))
-                p50s.append(lat["p50"])
-            else:
-                cells.append("—")
-        sc = [s["seconds"] for s in w.get("scratch_with_change", [])]
-        scratch = sum(sc) / len(sc) if sc else (c["wall_s"] if ok else None)
-        cells.append(f"{scratch:.2f}" + ("" if sc else " (compile)") if scratch else "—")
-        if scratch and p50s:
-            med = sorted(p50s)[len(p50s) // 2]
-            cells.append(f"{scratch * 1e3 / med:,.0f}×")
-        else:
-            cells.append("—")
+            cells.append(f"{lat['p50']:.1f} / {lat['p99']:.1f}" + (f" ({cpu:.1f})" if cpu is not None else "") if lat else "—")
+        s = speedups(w) if "changes" in w else {}
+        cells.append(f"{s['scratch_s']:.2f}" if s.get("scratch_s") else "—")
+        cells.append(f"{s['speedup']:,.0f}×" if s.get("speedup") else "—")
         lines.append("| " + " | ".join(cells) + " |")
+    for pr, v in doc["verification"].items():
+        inc = p(v, "result", "incremental")
+        if inc:
+            full = v["result"]["full"]
+            lines.append(f"\nverification {pr}: full {full['seconds']:.1f} s / {full['peak_rss_mb']:.0f} MB; incremental p50 {inc['p50_ms']:.1f} ms, p99 {inc['p99_ms']:.1f} ms ({inc['changes']} changes)")
+        else:
+            lines.append(f"\nverification {pr}: {v['status']}")
+    for name, sc in (p(doc, "clingo_intent", "scenarios") or {}).items():
+        cl = sc["clingo"]
+        lines.append(f"\nclingo {name}: {'equal' if sc['equal'] else 'DIFFERENT'} on {sc['relations_compared']} relations; clingo {cl['total_s']:.1f} s (CPU {cl['cpu_s']:.1f} s), {cl['peak_rss_mb']:.0f} MB")
+    if doc["hoverboard_scaling"]:
+        lines.append("\n| VMs (Hoverboard) | flows | flows/VM | compile s | peak RSS MiB |\n|---|---|---|---|---|")
+        for s in doc["hoverboard_scaling"]:
+            fl = s["flows"]
+            lines.append(f"| {s['vms']} | {fl if fl else 'failed: ' + str(s.get('outcome'))} | {fl / s['vms']:.1f} |" if fl else f"| {s['vms']} | failed: {s.get('outcome')} | — |")
+            lines[-1] += f" {s.get('wall_s', 0):.1f} | {s.get('peak_rss_mib') or 0:.0f} |"
     return "\n".join(lines)
 
 
-def plots(results: list[dict], scaling: list[dict], out: Path) -> list[str]:
+def plots(doc: dict, out: Path) -> list[str]:
     try:
         import matplotlib
 
@@ -235,7 +394,7 @@ def plots(results: list[dict], scaling: list[dict], out: Path) -> list[str]:
         return []
     out.mkdir(parents=True, exist_ok=True)
     made = []
-    for r in results:
+    for r in doc["presets"]:
         ch = p(r, "warm", "changes")
         if not ch:
             continue
@@ -243,35 +402,37 @@ def plots(results: list[dict], scaling: list[dict], out: Path) -> list[str]:
         for k in KINDS:
             s = sorted(p(ch, k, "samples_ms", default=[]) or [])
             if s:
-                ax.plot(s, [(i + 1) / len(s) for i in range(len(s))], label=k)
+                ax.plot(s, [(i + 1) / len(s) for i in range(len(s))], label=f"{k} (n={len(s)})")
         ax.set_xscale("log")
-        ax.set_xlabel("latency, commit → rendered device deltas (ms, log)")
+        ax.set_xlabel("latency, commit → rendered device deltas (ms, log; wall)")
         ax.set_ylabel("fraction of changes")
         ax.set_title(f"netc single intent changes, preset {r['preset']} (warm engine)")
-        ax.axvline(5, color="grey", ls="--", lw=0.8)
-        ax.axvline(50, color="grey", ls=":", lw=0.8)
+        ax.axvline(5, color="grey", ls="--", lw=0.8, label="p50 target 5 ms")
+        ax.axvline(50, color="grey", ls=":", lw=0.8, label="p99 target 50 ms")
         ax.legend(fontsize=8)
         f = out / f"cdf-{r['preset']}.png"
         fig.tight_layout()
         fig.savefig(f, dpi=110)
         plt.close(fig)
         made.append(str(f))
-    pts = [(r["warm"]["vms"], r["compile"]["wall_s"], r["compile"]["peak_rss_mib"] / 1024) for r in results if r["compile"].get("rc") == 0 and "vms" in r.get("warm", {})]
+    pts = [(r["warm"]["vms"], r["compile"]["wall_s"], r["compile"]["peak_rss_mib"] / 1024) for r in doc["presets"] if r["compile"].get("rc") == 0 and "vms" in r.get("warm", {})]
     if pts:
         fig, ax = plt.subplots(1, 2, figsize=(10, 4))
         ax[0].loglog([x[0] for x in pts], [x[1] for x in pts], "o-")
+        ax[0].axhline(TARGETS["compile_s"], color="grey", ls="--", lw=0.8)
         ax[0].set_xlabel("VMs")
         ax[0].set_ylabel("full compile wall s")
         ax[1].loglog([x[0] for x in pts], [x[2] for x in pts], "o-")
+        ax[1].axhline(TARGETS["rss_gb"], color="grey", ls="--", lw=0.8)
         ax[1].set_xlabel("VMs")
         ax[1].set_ylabel("peak RSS GB")
-        fig.suptitle("full compile scaling (presets that finished under the cap)")
+        fig.suptitle("full compile scaling (presets that finished under the cap; dashed: L targets)")
         fig.tight_layout()
         f = out / "compile-scaling.png"
         fig.savefig(f, dpi=110)
         plt.close(fig)
         made.append(str(f))
-    hb = [s for s in scaling if s["flows"]]
+    hb = [s for s in doc["hoverboard_scaling"] if s["flows"]]
     if hb:
         fig, ax = plt.subplots(figsize=(6, 4))
         ax.loglog([s["vms"] for s in hb], [s["flows"] for s in hb], "o-", label="ovs_flow rows")
@@ -291,73 +452,98 @@ def plots(results: list[dict], scaling: list[dict], out: Path) -> list[str]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--presets", nargs="+", default=["S", "M", "L"], choices=["S", "M", "L"])
-    ap.add_argument("--changes", type=int, default=500, help="measured changes per kind (default 500)")
-    ap.add_argument("--scratch-samples", type=int, default=2, help="from-scratch runs with one change (S, M; L uses the compile)")
+    ap.add_argument("--changes", type=int, default=500, help="measured changes per kind, S and M (default 500)")
+    ap.add_argument("--l-changes", type=int, default=500, help="measured changes per kind at L, if L compiles (default 500)")
+    ap.add_argument("--scratch-samples", type=int, default=6, help="the same changes from scratch, one per kind (S, M; default 6 = every kind)")
+    ap.add_argument("--l-scratch-samples", type=int, default=1, help="from-scratch samples at L (each is a whole L evaluation; default 1)")
     ap.add_argument("--cap-gb", type=float, default=10.0, help="address-space cap per process (default 10)")
-    ap.add_argument("--timeout", type=float, default=1200.0, help="per step, seconds")
+    ap.add_argument("--timeout", type=float, default=1800.0, help="per step, seconds (default 1800)")
     ap.add_argument("--hoverboard-vms", type=int, nargs="*", default=[1000, 10000, 100000])
-    ap.add_argument("--verify", nargs="*", default=["S"], help="presets to run bench/verify/run.py on")
-    ap.add_argument("--verify-changes", type=int, default=100, help="one-VM changes re-verified incrementally per preset (default 100)")
-    ap.add_argument("--quick", action="store_true", help="S only, 50 changes, no scaling or verification")
-    ap.add_argument("--skip-build", action="store_true")
+    ap.add_argument("--verify", nargs="*", default=None, choices=["S", "M", "L"], help="presets to verify, full + incremental (default: every preset run; bare --verify: none)")
+    ap.add_argument("--verify-changes", type=int, default=100, help="one-VM/ACL changes re-verified incrementally per preset (default 100)")
+    ap.add_argument("--clingo", nargs="*", default=None, choices=["S", "M"], help="presets for clingo on the same rules and facts, from scratch (default: S and M if run; bare --clingo: none)")
+    ap.add_argument("--quick", action="store_true", help="S only, 50 changes, one from-scratch sample; no verification, clingo or scaling")
+    ap.add_argument("--skip-build", action="store_true", help="use the binaries already in $CARGO_TARGET_DIR/release")
+    ap.add_argument("--from-head", action="store_true", help="build from a snapshot of HEAD (in $CARGO_TARGET_DIR/head-src), not the working tree")
     ap.add_argument("--out", type=Path, default=None, help="JSON path (default bench/results/suite-<date>-<commit>.json)")
     ap.add_argument("--plots", type=Path, default=None, help="write PNG plots into DIR")
-    ap.add_argument("--clingo", nargs="*", default=[], choices=["S", "M"], help="also clingo on the same rules and facts, from scratch, compared row by row (bench/clingo_intent.py)")
     args = ap.parse_args()
+    ran = [pr for pr in ("S", "M", "L") if pr in args.presets]
+    if args.verify is None:
+        args.verify = ran
+    if args.clingo is None:
+        args.clingo = [pr for pr in ran if pr in ("S", "M")]
     if args.quick:
-        args.presets, args.changes, args.scratch_samples, args.hoverboard_vms, args.verify = ["S"], 50, 1, [], []
-    if not args.skip_build:
-        build()
-    rel = target_dir() / "release"
-    netc, nbench = rel / "netc", rel / "netc-bench"
-    for b in (netc, nbench):
-        if not b.exists():
-            log(f"missing {b}; build first (or drop --skip-build)")
-            return 1
+        args.presets, ran, args.changes, args.scratch_samples, args.hoverboard_vms, args.verify, args.clingo = ["S"], ["S"], 50, 1, [], [], []
+
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip() or "unknown"
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True, text=True).stdout.split("\n")
+    source = f"working tree at {commit}, {len([d for d in dirty if d])} files modified (by anyone) at build time"
+    if args.from_head:
+        src = target_dir() / "head-src"
+        full = head_snapshot(src)
+        commit, source = full[:7], f"snapshot of HEAD {full} (git archive)"
+        build(src)
+    elif not args.skip_build:
+        build(ROOT)
+    elif args.skip_build:
+        source = f"prebuilt binaries in {target_dir() / 'release'} (run at {commit})"
+
     started = dt.datetime.now(dt.timezone.utc)
-    load_before = os.getloadavg()
-    results, crashed = [], False
-    with tempfile.TemporaryDirectory(prefix="netc-suite-") as tmp:
-        work = Path(tmp)
-        for preset in args.presets:
-            r = run_preset(args, netc, nbench, preset, work)
-            results.append(r)
-            w = r.get("warm", {})
-            if "error" in w and "memory" not in w.get("stderr_tail", "") and w.get("error", "").startswith("rc"):
-                crashed = True
-        ver = {pr: verification(pr, args, work) for pr in args.verify}
-        scaling = hoverboard_scaling(netc, args, work) if args.hoverboard_vms else []
-    doc = {
-        "suite": "issue-8",
-        "started_utc": started.isoformat(),
-        "commit": commit,
-        "machine": {"cpus": os.cpu_count(), "mem_gb": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9, 1), "kernel": platform.release(), "loadavg_before": load_before, "loadavg_after": os.getloadavg()},
-        "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-        "targets": TARGETS,
-        "seeds_ms": SEEDS_MS,
-        "presets": results,
-        "verification": ver,
-        "hoverboard_scaling": scaling,
-    }
-    if args.clingo:  # the independent reference: time, RSS and equality per preset (bench/README.md)
-        cj = BENCH / "results" / f"clingo-intent-{started:%Y-%m-%d}-{commit}.json"
-        cmd = [sys.executable, str(BENCH / "clingo_intent.py"), "--netc", str(netc), "--presets", *args.clingo, "--json", str(cj), "--bigmem", "--no-lock"]
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout * 4)
-        doc["clingo_intent"] = json.loads(cj.read_text())["scenarios"] if p.returncode in (0, 1) and cj.exists() else {"error": f"rc {p.returncode}", "stderr_tail": p.stderr[-2000:]}
-    print(table(results))
-    if scaling:
-        print("\n| VMs (Hoverboard) | flows | flows/VM | compile s |\n|---|---|---|---|")
-        for s in scaling:
-            fl = s["flows"]
-            print(f"| {s['vms']} | {fl if fl else 'failed rc ' + str(s['rc'])} | {fl / s['vms']:.1f} |" if fl else f"| {s['vms']} | failed (rc {s['rc']}) | — |", f" {s['wall_s']:.1f} |")
-    if args.plots:
-        doc["plots"] = plots(results, scaling, args.plots)
     out = args.out or BENCH / "results" / f"suite-{started:%Y-%m-%d}-{commit}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(doc, indent=1))
+    with tempfile.TemporaryDirectory(prefix="netc-suite-") as tmp:
+        work = Path(tmp)
+        bins = pin_binaries(work / "bin")
+        for b in ("netc", "netc-bench"):
+            if b not in bins:
+                log(f"missing {target_dir() / 'release' / b}; build first (or drop --skip-build)")
+                return 1
+        doc = {
+            "suite": "issue-8",
+            "started_utc": started.isoformat(),
+            "finished_utc": None,
+            "commit": commit,
+            "binaries": source,
+            "machine": {
+                "cpus": os.cpu_count(),
+                "mem_gb": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9, 1),
+                "kernel": platform.release(),
+                "loadavg_before": os.getloadavg(),
+            },
+            "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+            "targets": TARGETS,
+            "seeds_ms": SEEDS_MS,
+            "steps": [],
+            "presets": [],
+            "verification": {},
+            "clingo_intent": None,
+            "hoverboard_scaling": [],
+        }
+        suite = Suite(args, bins, work, doc, out)
+        suite.save()
+        log(f"binaries: {source}; JSON (rewritten after every step): {out}")
+        # Cheapest and most informative first; L last, since it may not fit or may take longest.
+        for pr in (x for x in ran if x != "L"):
+            suite.preset(pr)
+        if args.clingo:
+            suite.clingo()
+        if args.hoverboard_vms:
+            suite.hoverboard()
+        if "L" in ran:
+            suite.preset("L")
+        for r in doc["presets"]:
+            if "changes" in r.get("warm", {}):
+                r["speedup"] = speedups(r["warm"])
+        doc["machine"]["loadavg_after"] = os.getloadavg()
+        doc["finished_utc"] = dt.datetime.now(dt.timezone.utc).isoformat()
+        doc["hard_failures"] = suite.hard_failures
+        if args.plots:
+            doc["plots"] = plots(doc, args.plots)
+        suite.save()
+    print(table(doc))
     log(f"wrote {out}")
-    return 1 if crashed else 0
+    return 1 if suite.hard_failures else 0
 
 
 if __name__ == "__main__":
