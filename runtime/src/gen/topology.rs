@@ -14,7 +14,8 @@
 //!   gateway's core n on 1+n;
 //! - host h (`h<h>`) under ToR h mod #ToRs, port 1 + h / #ToRs (round-robin,
 //!   so ToRs differ by at most one host); underlay 172.16.0.0/12:
-//!   172.16.0.0 + 256·tor + port; switch loopbacks 172.31.0.0 + index + 1;
+//!   172.16.0.0 + 256·tor + port, so each ToR's hosts fill its rack /24
+//!   (`tor_prefix`, [`rack_prefix`]); switch loopbacks 172.31.0.0 + index + 1;
 //!   SMuxes 172.31.254.x, Hoverboards 172.31.253.x.
 
 use super::Params;
@@ -74,6 +75,11 @@ pub struct Topology {
 
 pub const fn ip(a: u32, b: u32, c: u32, d: u32) -> u32 {
     (a << 24) | (b << 16) | (c << 8) | d
+}
+
+/// The network address of ToR number `tor_no`'s /24: its hosts are this + port.
+pub const fn rack_prefix(tor_no: usize) -> u32 {
+    ip(172, 16, 0, 0) + 256 * tor_no as u32
 }
 
 pub fn build(p: &Params) -> Topology {
@@ -165,7 +171,7 @@ pub fn build(p: &Params) -> Topology {
         t.pod_hosts[pod as usize].push(h as u32);
         t.hosts.push(Host {
             name: format!("h{h}"),
-            ip: ip(172, 16, 0, 0) + 256 * tor_no as u32 + port,
+            ip: rack_prefix(tor_no) + port,
             tor: t.tors[tor_no],
             port,
             pod,

@@ -124,6 +124,16 @@ fn topology(s: &Scenario, w: &mut impl Write) -> io::Result<()> {
             t.switches[l.a].name, l.a_port, t.switches[l.b].name, l.b_port, l.mbps
         )?;
     }
+    // Each ToR's hosts are 172.16.0.0 + 256·ToR + port (topology.rs): its
+    // /24 is the rack prefix, so switches route racks, not hosts.
+    for (tor_no, &tor) in t.tors.iter().enumerate() {
+        writeln!(
+            w,
+            "tor_prefix(\"{}\", {}).",
+            t.switches[tor].name,
+            Pfx((super::topology::rack_prefix(tor_no), 24))
+        )?;
+    }
     for h in &t.hosts {
         writeln!(
             w,

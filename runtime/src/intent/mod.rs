@@ -46,11 +46,44 @@ pub fn load(intent: &[PathBuf], rules_dir: Option<&Path>) -> std::io::Result<Com
 /// (`crate::placement::place_into`: unless the intent pins `vip_placement`
 /// itself, the placement is computed from the `placement_*` relations and
 /// committed as `vip_placement` rows).
+///
+/// With `NETC_TOP_RELATIONS=N` in the environment it prints, on stderr, the
+/// time of each step and the N largest relations by rows (intermediates
+/// included): how to find what dominates a large compile.
 pub fn evaluate(plan: Arc<Plan>, workers: usize) -> Result<Engine, EngineError> {
+    let top: Option<usize> = std::env::var("NETC_TOP_RELATIONS")
+        .ok()
+        .and_then(|v| v.parse().ok());
+    let start = std::time::Instant::now();
     let mut engine = Engine::new(plan, workers)?;
-    engine.commit(Transaction::new())?;
+    let evaluated = start.elapsed();
+    engine.apply(Transaction::new())?;
     crate::placement::place_into(&mut engine)?;
+    if let Some(n) = top {
+        eprintln!(
+            "evaluate: rules {:.2} s, placement {:.2} s",
+            evaluated.as_secs_f64(),
+            (start.elapsed() - evaluated).as_secs_f64()
+        );
+        eprint!("{}", top_relations(&engine, n));
+    }
     Ok(engine)
+}
+
+/// The `n` largest relations of an evaluated program, one per line
+/// (`rows name`), and the total over all relations.
+pub fn top_relations(engine: &Engine, n: usize) -> String {
+    let plan = engine.plan();
+    let mut sizes: Vec<(usize, &str)> = (0..plan.relations.len())
+        .map(|r| (engine.len(r), plan.relations[r].name.as_str()))
+        .collect();
+    let total: usize = sizes.iter().map(|s| s.0).sum();
+    sizes.sort_unstable_by(|a, b| b.cmp(a));
+    let mut out = format!("{total:>12} rows in {} relations\n", sizes.len());
+    for (rows, name) in sizes.into_iter().take(n) {
+        out.push_str(&format!("{rows:>12} {name}\n"));
+    }
+    out
 }
 
 /// Located relations that are outputs: what targets consume.
