@@ -16,6 +16,7 @@
 
 use netc_compiler::value::Value;
 use netc_verify::artifacts::{Artifacts, Row};
+use netc_verify::dirty::Dirty;
 use netc_verify::incremental::Verifier;
 use netc_verify::policy::{Acl, Facts, Policy, Vm};
 use netc_verify::space::mac;
@@ -29,6 +30,9 @@ struct Args {
     schema: PathBuf,
     changes: usize,
     acl: bool,
+    /// Find what changed by comparing the generations (`Verifier::update`)
+    /// instead of being told by the edit (`Verifier::update_dirty`).
+    compare: bool,
     json: Option<PathBuf>,
 }
 
@@ -39,6 +43,7 @@ fn args() -> Result<Args, String> {
         schema: PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../rules/schema.ndl")),
         changes: 200,
         acl: true,
+        compare: false,
         json: None,
     };
     let mut it = std::env::args().skip(1);
@@ -51,9 +56,10 @@ fn args() -> Result<Args, String> {
             "--changes" => a.changes = v()?.parse().map_err(|e| format!("--changes: {e}"))?,
             "--json" => a.json = Some(v()?.into()),
             "--no-acl" => a.acl = false,
+            "--compare" => a.compare = true,
             _ => {
                 return Err(format!(
-                "unknown argument `{k}` (--artifacts DIR --intent FILE [--changes N] [--json OUT])"
+                "unknown argument `{k}` (--artifacts DIR --intent FILE [--changes N] [--compare] [--json OUT])"
             ))
             }
         }
@@ -102,8 +108,10 @@ fn peak_rss_mb() -> f64 {
         .map_or(0.0, |kb| kb / 1024.0)
 }
 
-/// The generation without VM `v`: its policy entry and every row naming it.
-fn without(a: &Artifacts, p: &Policy, v: &Vm) -> (Artifacts, Policy) {
+/// The generation without VM `v`: its policy entry and every row naming it,
+/// and what that edit touched (the devices of the flows and rows it
+/// removed, the relations it removed rows from).
+fn without(a: &Artifacts, p: &Policy, v: &Vm) -> (Artifacts, Policy, Dirty) {
     let ip = std::net::Ipv4Addr::from(v.ip).to_string();
     let (vni, m) = (v.vni.to_string(), mac(v.mac));
     let names_ip = |t: &str| {
@@ -122,19 +130,29 @@ fn without(a: &Artifacts, p: &Policy, v: &Vm) -> (Artifacts, Policy) {
                     || text.contains(&format!("{out},"))))
     };
     let mut n = a.clone();
+    let mut dirty = Dirty::default();
     for (dev, flows) in n.flows.iter_mut() {
+        let before = flows.len();
         flows.retain(|f| !mine(dev, &format!("{},{}", f.matches, f.actions)));
+        if flows.len() != before {
+            dirty.devices.insert(dev.clone());
+        }
     }
-    for rows in n.relations.values_mut() {
+    for (rel, rows) in n.relations.iter_mut() {
         rows.retain(|r| {
             let dev = r.vals.first().map_or("", |s| s.as_str());
-            !mine(dev, &r.vals.join("\t"))
+            let gone = mine(dev, &r.vals.join("\t"));
+            if gone {
+                dirty.devices.insert(dev.to_string());
+                dirty.relations.insert(rel.clone());
+            }
+            !gone
         });
     }
     let mut q = p.clone();
     q.vms
         .retain(|x| !(x.tenant == v.tenant && x.name == v.name));
-    (n, q)
+    (n, q, dirty)
 }
 
 /// The generation whose policy gains one ACL rule for `v`'s tenant, above
@@ -247,8 +265,14 @@ fn run() -> Result<(), String> {
     };
     let mut kinds: BTreeMap<&str, Kind> = BTreeMap::new();
     let mut fulls = 0usize;
-    let mut step = |v: &mut Verifier, kind: &'static str, a: Artifacts, p: Policy| {
-        let up = v.update(a, p).map_err(|e| e.to_string())?;
+    let compare = a.compare;
+    let mut step = |v: &mut Verifier, kind: &'static str, a: Artifacts, p: Policy, d: &Dirty| {
+        let up = if compare {
+            v.update(a, p)
+        } else {
+            v.update_dirty(a, p, d)
+        }
+        .map_err(|e| e.to_string())?;
         let k = kinds.entry(kind).or_default();
         k.ms.push(up.millis);
         k.rechecked.push(up.rechecked as f64);
@@ -263,21 +287,19 @@ fn run() -> Result<(), String> {
     };
     for i in 0..a.changes.div_ceil(2) {
         let vm = policy.vms[(next() % vms.max(1) as u64) as usize].clone();
-        let (na, np) = without(&artifacts, &policy, &vm);
-        let ms = step(&mut v, "remove VM", na, np)?;
-        step(&mut v, "add VM", artifacts.clone(), policy.clone())?;
+        let (na, np, dirty) = without(&artifacts, &policy, &vm);
+        let ms = step(&mut v, "remove VM", na, np, &dirty)?;
+        step(&mut v, "add VM", artifacts.clone(), policy.clone(), &dirty)?;
         if a.acl {
-            step(
-                &mut v,
-                "ACL rule (policy)",
-                artifacts.clone(),
-                with_acl(&policy, &vm),
-            )?;
+            let none = Dirty::default();
+            let acl = with_acl(&policy, &vm);
+            step(&mut v, "ACL rule (policy)", artifacts.clone(), acl, &none)?;
             step(
                 &mut v,
                 "ACL rule (policy)",
                 artifacts.clone(),
                 policy.clone(),
+                &none,
             )?;
         }
         if i % 10 == 0 {
@@ -313,6 +335,7 @@ fn run() -> Result<(), String> {
         "full": {"seconds": full_s, "peak_rss_mb": full_rss, "violated": violated(&full_report)},
         "incremental": summary,
         "by_kind": per_kind,
+        "dirty_from": if a.compare { "comparing the generations" } else { "the edit" },
         "speedup_p50": if p50 > 0.0 { full_s * 1e3 / p50 } else { 0.0 },
         "back_to_start_same_verdicts": violated(&last) == violated(&full_report),
         "peak_rss_mb": peak_rss_mb(),

@@ -69,6 +69,35 @@ impl Artifacts {
         self.relations.get(rel).map(Vec::as_slice).unwrap_or(&[])
     }
 
+    /// The same artifacts cited as if read from `to`: every `file:line`
+    /// under this set's directory is moved under `to`. An older generation
+    /// rebased onto the newer one's directory differs from it only where
+    /// the files differ ([`crate::dirty::Dirty::between`] then names only
+    /// those), and nothing of it is cited from a directory no longer shown.
+    pub fn rebase(&mut self, to: &Path) {
+        let (from, to) = (self.dir.display().to_string(), to.display().to_string());
+        if from == to || from.is_empty() {
+            return;
+        }
+        let move_at = |at: &mut String| {
+            if let Some(rest) = at.strip_prefix(from.as_str()) {
+                if rest.starts_with('/') {
+                    *at = format!("{to}{rest}");
+                }
+            }
+        };
+        for r in self.relations.values_mut().flatten() {
+            move_at(&mut r.at);
+        }
+        for f in self.flows.values_mut().flatten() {
+            move_at(&mut f.at);
+        }
+        for g in self.groups.values_mut().flatten() {
+            move_at(&mut g.at);
+        }
+        self.dir = PathBuf::from(to);
+    }
+
     /// Reads `dir`.
     pub fn load(dir: &Path) -> Result<Artifacts, ArtifactError> {
         let rel_dir = dir.join("relations");
@@ -294,5 +323,30 @@ mod tests {
             (1000, "all", "bucket=output:10")
         );
         assert!(parse_flow_line("table=0,priority=1", "x:3").is_err());
+    }
+
+    #[test]
+    fn rebase_moves_citations_under_the_new_directory() {
+        let mut a = Artifacts {
+            dir: PathBuf::from("/old"),
+            ..Default::default()
+        };
+        let f = parse_flow_line("table=0,priority=1,actions=drop", "/old/ovs/h1.flows:3").unwrap();
+        a.flows.insert("h1".into(), vec![f]);
+        a.relations.insert(
+            "agent_vm".into(),
+            vec![Row {
+                vals: vec!["h1".into()],
+                at: "/older/relations/agent_vm.csv:1".into(),
+            }],
+        );
+        a.rebase(Path::new("/new"));
+        assert_eq!(a.flows["h1"][0].at, "/new/ovs/h1.flows:3");
+        // not under `/old/`: left as it is
+        assert_eq!(
+            a.relations["agent_vm"][0].at,
+            "/older/relations/agent_vm.csv:1"
+        );
+        assert_eq!(a.dir, PathBuf::from("/new"));
     }
 }

@@ -11,17 +11,23 @@
 //!   and each VM's trace records its [`Footprint`]: the bridges it ran, the
 //!   underlay addresses and load-balancer instances it reached, the
 //!   multicast `tun_id`s it fanned out, the ports it was delivered to.
-//! - An update diffs the two generations: bridges whose flows or groups
-//!   differ (compared in order, by the text that is pushed), load-balancer
+//! - What may differ is named first ([`Dirty`]: devices and relations),
+//!   by comparing the two generations ([`Verifier::update`]) or by a caller
+//!   that knows what it changed ([`Verifier::update_dirty`]); only those
+//!   devices' flows and groups and those relations' rows are read again.
+//! - An update diffs what is named: bridges whose flows or groups differ
+//!   (compared in order, by the text that is pushed), load-balancer
 //!   instances whose rows differ and addresses whose holders differ, the
 //!   underlay map, and the policy per VM and per tenant.
 //! - Only those bridges are rebuilt (a new or removed device rebuilds the
 //!   whole model), and only the VMs whose footprint meets a change, whose
 //!   own record or tenant's policy changed, or that are new, are traced
-//!   again; every other VM's result is kept.
-//! - The checks on tables (AFF-1, AFF-4, CAP-1) are re-run on every update
-//!   (they cost milliseconds); AFF-3 only when either generation has NF
-//!   taps (otherwise it is vacuous).
+//!   again; every other VM's result is kept (its paths renumbered only if
+//!   they ran a bridge whose flows moved or reached a load balancer whose
+//!   rows moved).
+//! - Each check on tables (AFF-1's vectors and tunnels, AFF-4, CAP-1) is
+//!   re-run only when what it reads changed (`table_recheck.rs`); AFF-3
+//!   whenever either generation has NF taps (otherwise it is vacuous).
 //!
 //! Every input change is either handled by the rules above or forces a
 //! full re-verification (the `full` flag of [`Update`]): a change of the
@@ -30,14 +36,16 @@
 use crate::artifacts::{Artifacts, FlowText, GroupText, Row};
 use crate::bridge::{End, Hop, Outcome, Val};
 use crate::checks::{self, PathResults, Shared, VmChecked};
+use crate::dirty::{same, same_rows, Dirty};
 use crate::network::{Footprint, Network};
 use crate::ofctl::Constraint;
 use crate::policy::{Policy, Vm};
 use crate::report::Report;
 use crate::space::{Field, Space};
-use crate::{assemble, nf, Input, Provenance, TableFindings, VerifyError};
+use crate::table_recheck::{TableChecks, Touched};
+use crate::{assemble, Input, Provenance, VerifyError};
 use biodivine_lib_bdd::Bdd;
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
 
 /// The load-balancer relations the network model reads.
@@ -59,7 +67,7 @@ pub struct Verifier {
     net: Network,
     /// Per VM of `policy.vms`, in order.
     checked: Vec<VmChecked>,
-    tables: TableFindings,
+    tables: TableChecks,
     limit: usize,
     last: Duration,
 }
@@ -86,6 +94,8 @@ pub struct Update {
     pub diff_millis: f64,
     pub paths_millis: f64,
     pub tables_millis: f64,
+    /// The table checks run again (the others' inputs did not change).
+    pub tables_rerun: Vec<&'static str>,
     /// Of the VMs re-traced on part of their packets, how many met each
     /// kind of change (`flow`: an added or removed flow could match what a
     /// table was reached with; `table`, `group`, `address`, `lb`, `fanout`).
@@ -99,12 +109,14 @@ struct Changes {
     addresses: BTreeSet<u32>,
     /// (instance, address) whose entries changed; address `None` = any
     /// (a row of the instance that does not parse).
-    instances: BTreeSet<(String, Option<u32>)>,
+    instances: BTreeMap<String, BTreeSet<Option<u32>>>,
     /// Fan-out tun_ids whose set of accepting bridges may have changed
     /// (`None` inside = any tun_id).
     fanout: BTreeSet<Option<u128>>,
     /// Ports whose owner (the first VM there) may have changed.
     ports: BTreeSet<(String, u32)>,
+    /// `ports` as (bridge index, port), for the per-VM scan.
+    port_ids: HashSet<(u32, u32)>,
     /// VMs (tenant, name) whose own record changed: traced again in full.
     vms: BTreeSet<(String, String)>,
     /// Tenants whose policy (VMs, vnets, ACLs, multicast, DSR) changed:
@@ -151,16 +163,20 @@ impl Changes {
                 }
             }
         }
-        for (a, reached) in &fp.addresses {
+        for (a, reached) in fp.addresses.iter().filter(|_| !self.addresses.is_empty()) {
             if self.addresses.contains(a) {
                 met(&mut h, reached, "address");
             }
         }
-        for ((i, a), reached) in &fp.instances {
-            if self.instances.contains(&(i.clone(), Some(*a)))
-                || self.instances.contains(&(i.clone(), None))
-            {
-                met(&mut h, reached, "lb");
+        if !self.instances.is_empty() {
+            for ((i, a), reached) in &fp.instances {
+                if self
+                    .instances
+                    .get(i)
+                    .is_some_and(|at| at.contains(&Some(*a)) || at.contains(&None))
+                {
+                    met(&mut h, reached, "lb");
+                }
             }
         }
         let any = self.fanout.contains(&None);
@@ -173,14 +189,13 @@ impl Changes {
     }
 
     /// Whether the checks must read a VM's (unchanged) outcomes again.
-    fn rereads(&self, net: &Network, vm: &Vm, outs: &[Outcome]) -> bool {
+    fn rereads(&self, vm: &Vm, outs: &[Outcome]) -> bool {
         self.tenants.contains(&vm.tenant)
-            || outs.iter().any(|o| match o.end {
-                End::Deliver { port } => self
-                    .ports
-                    .contains(&(net.bridges[o.device as usize].name.clone(), port)),
-                _ => false,
-            })
+            || (!self.port_ids.is_empty()
+                && outs.iter().any(|o| match o.end {
+                    End::Deliver { port } => self.port_ids.contains(&(o.device, port)),
+                    _ => false,
+                }))
             || (self.exposures
                 && outs
                     .iter()
@@ -209,10 +224,20 @@ fn seen_through(space: &Space, key: &[(Field, Val)], m: &[Constraint]) -> Option
 #[derive(Default)]
 struct Renumber {
     flows: HashMap<u32, Vec<Option<u32>>>,
+    /// The names of the bridges in `flows`.
+    bridges: BTreeSet<String>,
     lb: Option<Vec<Option<u32>>>,
 }
 
 impl Renumber {
+    /// Whether a kept outcome of a VM with this footprint may name a moved
+    /// entry: a path holds a bridge's flows only if the trace ran it, and
+    /// load-balancer rows only if it reached an instance (both noted).
+    fn reaches(&self, fp: &Footprint) -> bool {
+        (self.lb.is_some() && !fp.instances.is_empty())
+            || self.bridges.iter().any(|b| fp.bridges.contains_key(b))
+    }
+
     fn hop(&self, h: Hop) -> Option<Hop> {
         Some(match h {
             Hop::Flow { bridge, flow } => match self.flows.get(&bridge) {
@@ -282,7 +307,7 @@ impl Verifier {
             .map(|i| checks::check_vm(&net, &policy, &shared, i))
             .collect();
         drop(shared);
-        let tables = table_findings(&net, &artifacts, &policy, limit);
+        let tables = TableChecks::new(&net, &artifacts, &policy, limit);
         Ok(Verifier {
             artifacts,
             policy,
@@ -315,7 +340,7 @@ impl Verifier {
             provenance,
             limit: self.limit,
         };
-        let mut tables = self.tables.clone();
+        let mut tables = self.tables.findings();
         tables.aff2 = against.map(|old| crate::tables::aff2(old, &self.artifacts));
         tables.plan1 =
             against.map(|old| crate::plan::check(old, &self.artifacts, &self.policy, self.limit));
@@ -324,15 +349,42 @@ impl Verifier {
         r
     }
 
-    /// Moves to the next generation, re-checking only what changed.
+    /// Moves to the next generation, re-checking only what changed (found
+    /// by comparing the two generations: [`Dirty::between`]).
     pub fn update(&mut self, artifacts: Artifacts, policy: Policy) -> Result<Update, VerifyError> {
         let t0 = Instant::now();
-        let devices = |a: &Artifacts| -> BTreeSet<String> {
-            a.flows.keys().chain(a.groups.keys()).cloned().collect()
-        };
-        if policy.from_intent != self.policy.from_intent
-            || devices(&artifacts) != devices(&self.artifacts)
-        {
+        let dirty = Dirty::between(&self.artifacts, &artifacts);
+        self.update_from(t0, artifacts, policy, &dirty)
+    }
+
+    /// Moves to the next generation, which differs from the current one at
+    /// most in what `dirty` names (the caller knows what it changed: the
+    /// engine's per-device deltas, a bench's edit). The policy is compared
+    /// in full. A `dirty` that leaves out a change makes the report wrong.
+    pub fn update_dirty(
+        &mut self,
+        artifacts: Artifacts,
+        policy: Policy,
+        dirty: &Dirty,
+    ) -> Result<Update, VerifyError> {
+        self.update_from(Instant::now(), artifacts, policy, dirty)
+    }
+
+    fn update_from(
+        &mut self,
+        t0: Instant,
+        artifacts: Artifacts,
+        policy: Policy,
+        dirty: &Dirty,
+    ) -> Result<Update, VerifyError> {
+        let is_device =
+            |a: &Artifacts, d: &String| a.flows.contains_key(d) || a.groups.contains_key(d);
+        // a device added or removed has changed flows or groups, so is dirty
+        let devices_moved = dirty
+            .devices
+            .iter()
+            .any(|d| is_device(&self.artifacts, d) != is_device(&artifacts, d));
+        if policy.from_intent != self.policy.from_intent || devices_moved {
             *self = Verifier::new(artifacts, policy, self.limit)?;
             return Ok(Update {
                 full: true,
@@ -346,18 +398,15 @@ impl Verifier {
         let mut up = Update::default();
         let mut renum = Renumber::default();
         // bridges
-        for name in devices(&artifacts) {
-            let (of, nf_) = (self.artifacts.flows.get(&name), artifacts.flows.get(&name));
-            let (og, ng) = (
-                self.artifacts.groups.get(&name),
-                artifacts.groups.get(&name),
-            );
-            let same_text = same(of, nf_, same_flow) && same(og, ng, same_group);
+        for name in dirty.devices.iter().filter(|d| is_device(&artifacts, d)) {
+            let (of, nf_) = (self.artifacts.flows.get(name), artifacts.flows.get(name));
+            let (og, ng) = (self.artifacts.groups.get(name), artifacts.groups.get(name));
+            let same_text = same(of, nf_, same_flow_text) && same(og, ng, same_group_text);
             let same_at = same(of, nf_, |a, b| a.at == b.at) && same(og, ng, |a, b| a.at == b.at);
             if same_text && same_at {
                 continue;
             }
-            let old_accept = self.net.accepts(&name).cloned();
+            let old_accept = self.net.accepts(name).cloned();
             let moved = positions(&flow_keys(of), &flow_keys(nf_));
             let bc = if same_text {
                 BridgeChange::default()
@@ -365,15 +414,16 @@ impl Verifier {
                 bridge_change(of, nf_, og, ng)
             };
             self.net.replace_bridge(
-                &name,
+                name,
                 nf_.map(Vec::as_slice).unwrap_or(&[]),
                 ng.map(Vec::as_slice).unwrap_or(&[]),
                 moved.as_deref(),
                 |t, key| bc.untouched(t, key),
             )?;
             up.bridges_rebuilt += 1;
-            if let (Some(m), Some(i)) = (moved, self.net.index_of(&name)) {
+            if let (Some(m), Some(i)) = (moved, self.net.index_of(name)) {
                 renum.flows.insert(i, m);
+                renum.bridges.insert(name.clone());
             }
             if same_text {
                 continue; // only `file:line`s moved: nothing to re-check
@@ -381,7 +431,7 @@ impl Verifier {
             // a fan-out of tun_id t reaches this bridge in both generations
             // or in neither unless t entered or left its accepted set (what
             // the bridge then does is in the footprint's bridge reads)
-            let new_accept = self.net.accepts(&name).cloned();
+            let new_accept = self.net.accepts(name).cloned();
             match (old_accept, new_accept) {
                 (Some(Some(a)), Some(Some(b))) => {
                     ch.fanout
@@ -392,16 +442,17 @@ impl Verifier {
                     ch.fanout.insert(None);
                 }
             }
-            ch.bridges.insert(name, bc);
+            ch.bridges.insert(name.clone(), bc);
         }
         // load balancers
         let lb_changed = LB_RELATIONS
             .iter()
-            .any(|r| !same_rows(self.artifacts.rows(r), artifacts.rows(r)));
+            .any(|r| dirty.relation(r) && !same_rows(self.artifacts.rows(r), artifacts.rows(r)));
         if lb_changed {
             let old_holders = self.net.holders().clone();
-            ch.instances
-                .extend(changed_instances(&self.artifacts, &artifacts));
+            for (i, a) in changed_instances(&self.artifacts, &artifacts, &dirty.devices) {
+                ch.instances.entry(i).or_default().insert(a);
+            }
             let old_rows = std::mem::take(&mut self.net.lb_rows);
             self.net.reload_lb(&artifacts)?;
             fn key((rel, r): &(String, Row)) -> (&str, &[String]) {
@@ -419,7 +470,8 @@ impl Verifier {
             up.lb_reloaded = true;
         }
         // underlay
-        if policy.underlay != self.policy.underlay {
+        let underlay = policy.underlay != self.policy.underlay;
+        if underlay {
             for a in policy.underlay.keys().chain(self.policy.underlay.keys()) {
                 if policy.underlay.get(a) != self.policy.underlay.get(a) {
                     ch.addresses.insert(*a);
@@ -427,21 +479,40 @@ impl Verifier {
             }
             self.net.set_underlay(&policy);
         }
-        policy_changes(&self.policy, &policy, &mut ch);
-        // re-check
-        let old_index: BTreeMap<(String, String), usize> = self
-            .policy
-            .vms
+        let same_vms = same_vm_list(&self.policy.vms, &policy.vms);
+        policy_changes(&self.policy, &policy, same_vms, &mut ch);
+        ch.port_ids = ch
+            .ports
             .iter()
-            .enumerate()
-            .map(|(i, v)| (key(v), i))
+            .filter_map(|(d, p)| Some((self.net.index_of(d)?, *p)))
             .collect();
-        let new_index: BTreeMap<(String, String), usize> = policy
-            .vms
-            .iter()
-            .enumerate()
-            .map(|(i, v)| (key(v), i))
-            .collect();
+        // re-check: old VM index → new (`None`: the identity)
+        let old_of_new: Option<Vec<Option<usize>>> = (!same_vms).then(|| {
+            let old_index: HashMap<(&str, &str), usize> = self
+                .policy
+                .vms
+                .iter()
+                .enumerate()
+                .map(|(i, v)| ((v.tenant.as_str(), v.name.as_str()), i))
+                .collect();
+            policy
+                .vms
+                .iter()
+                .map(|v| {
+                    old_index
+                        .get(&(v.tenant.as_str(), v.name.as_str()))
+                        .copied()
+                })
+                .collect()
+        });
+        let new_index: Option<HashMap<(&str, &str), usize>> = (!same_vms).then(|| {
+            policy
+                .vms
+                .iter()
+                .enumerate()
+                .map(|(i, v)| ((v.tenant.as_str(), v.name.as_str()), i))
+                .collect()
+        });
         let t1 = Instant::now();
         up.diff_millis = (t1 - t0).as_secs_f64() * 1e3;
         let shared = Shared::new(&self.net.space, &policy);
@@ -451,10 +522,14 @@ impl Verifier {
             .collect();
         let mut checked = Vec::with_capacity(policy.vms.len());
         for (ni, v) in policy.vms.iter().enumerate() {
-            let k = key(v);
-            let kept = match ch.vms.contains(&k) {
+            let changed = !ch.vms.is_empty() && ch.vms.contains(&key(v));
+            let oi = match &old_of_new {
+                None => Some(ni),
+                Some(m) => m[ni],
+            };
+            let kept = match changed {
                 true => None,
-                false => old_index.get(&k).and_then(|&oi| old[oi].take()),
+                false => oi.and_then(|oi| old[oi].take()),
             };
             let Some(mut c) = kept else {
                 up.rechecked += 1;
@@ -479,20 +554,25 @@ impl Verifier {
             }
             // a kept path that names a flow the new generation lacks would
             // mean the change reached it: trace such a VM again in full
-            let Some(kept) = renum.outcomes(std::mem::take(&mut c.traced)) else {
-                up.rechecked += 1;
-                up.retraced += 1;
-                checked.push(checks::check_vm(&self.net, &policy, &shared, ni));
-                continue;
-            };
-            c.traced = kept;
+            if renum.reaches(&c.footprint) {
+                let Some(kept) = renum.outcomes(std::mem::take(&mut c.traced)) else {
+                    up.rechecked += 1;
+                    up.retraced += 1;
+                    checked.push(checks::check_vm(&self.net, &policy, &shared, ni));
+                    continue;
+                };
+                c.traced = kept;
+            }
             if h.is_false() {
-                if ch.rereads(&self.net, v, &c.traced) {
+                if ch.rereads(v, &c.traced) {
                     up.rechecked += 1;
                     let (outs, fp) = (c.traced, c.footprint);
                     checked.push(checks::evaluate(&self.net, &policy, &shared, ni, outs, fp));
                 } else {
-                    checked.push(remap(c, ni, &self.policy, &new_index));
+                    match &new_index {
+                        None => checked.push(c),
+                        Some(m) => checked.push(remap(c, ni, &self.policy, m)),
+                    }
                 }
                 continue;
             }
@@ -503,9 +583,15 @@ impl Verifier {
         drop(shared);
         let t2 = Instant::now();
         up.paths_millis = (t2 - t1).as_secs_f64() * 1e3;
-        let taps = nf::has_taps(&self.net) || !self.tables.aff3.is_empty();
-        let aff3 = if taps { None } else { Some(Vec::new()) };
-        self.tables = table_findings_with(&self.net, &artifacts, &policy, self.limit, aff3);
+        let touched = Touched {
+            dirty,
+            vms: !same_vms,
+            underlay,
+            capacity: policy.capacity != self.policy.capacity,
+        };
+        self.tables
+            .update(&self.net, &artifacts, &policy, self.limit, &touched);
+        up.tables_rerun = self.tables.rerun.clone();
         up.tables_millis = t2.elapsed().as_secs_f64() * 1e3;
         self.checked = checked;
         let old = (
@@ -556,51 +642,20 @@ impl Verifier {
     }
 }
 
-fn table_findings(net: &Network, a: &Artifacts, p: &Policy, limit: usize) -> TableFindings {
-    table_findings_with(net, a, p, limit, None)
-}
-
-/// The table checks; `aff3` given = known without running it.
-fn table_findings_with(
-    net: &Network,
-    a: &Artifacts,
-    p: &Policy,
-    limit: usize,
-    aff3: Option<Vec<crate::report::Counterexample>>,
-) -> TableFindings {
-    let none = crate::NoProvenance;
-    let input = Input {
-        artifacts: a,
-        policy: p,
-        against: None,
-        provenance: &none,
-        limit,
-    };
-    match aff3 {
-        None => TableFindings::check(net, &input),
-        Some(aff3) => TableFindings {
-            aff1: crate::tables::aff1(a, p),
-            aff3,
-            aff4: crate::tables::aff4(a, p),
-            cap1: crate::tables::cap1(a, p),
-            aff2: None,
-            plan1: None,
-        },
-    }
-}
-
 /// A kept result, its VM indices moved to the new policy's.
 fn remap(
     mut c: VmChecked,
     ni: usize,
     old: &Policy,
-    new_index: &BTreeMap<(String, String), usize>,
+    new_index: &HashMap<(&str, &str), usize>,
 ) -> VmChecked {
     for v in &mut c.violations {
         v.from = ni;
-        v.to =
-            v.to.and_then(|t| old.vms.get(t))
-                .and_then(|vm| new_index.get(&key(vm)).copied());
+        v.to = v.to.and_then(|t| old.vms.get(t)).and_then(|vm| {
+            new_index
+                .get(&(vm.tenant.as_str(), vm.name.as_str()))
+                .copied()
+        });
     }
     c
 }
@@ -707,15 +762,8 @@ fn bridge_change(
     bc
 }
 
-fn same<T>(a: Option<&Vec<T>>, b: Option<&Vec<T>>, eq: impl Fn(&T, &T) -> bool) -> bool {
-    let (a, b) = (
-        a.map(Vec::as_slice).unwrap_or(&[]),
-        b.map(Vec::as_slice).unwrap_or(&[]),
-    );
-    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| eq(x, y))
-}
-
-fn same_flow(a: &FlowText, b: &FlowText) -> bool {
+/// Equal text (`file:line` aside).
+fn same_flow_text(a: &FlowText, b: &FlowText) -> bool {
     a.table == b.table
         && a.priority == b.priority
         && a.cookie == b.cookie
@@ -723,24 +771,21 @@ fn same_flow(a: &FlowText, b: &FlowText) -> bool {
         && a.actions == b.actions
 }
 
-fn same_group(a: &GroupText, b: &GroupText) -> bool {
+fn same_group_text(a: &GroupText, b: &GroupText) -> bool {
     a.id == b.id && a.kind == b.kind && a.buckets == b.buckets
-}
-
-/// Rows equal in order, values and `file:line` (which counterexamples cite).
-fn same_rows(a: &[Row], b: &[Row]) -> bool {
-    a.len() == b.len()
-        && a.iter()
-            .zip(b)
-            .all(|(x, y)| x.vals == y.vals && x.at == y.at)
 }
 
 /// (instance, address) pairs whose load-balancer entries differ: a VIP's
 /// rows or members at an instance, a black-holed address, and for a
 /// member's tunnel row every VIP at that instance with the member (in
 /// either generation). A row whose address does not parse names the whole
-/// instance (`None`).
-fn changed_instances(old: &Artifacts, new: &Artifacts) -> BTreeSet<(String, Option<u32>)> {
+/// instance (`None`). Only rows of the `dirty` instances are read: every
+/// other instance's rows are the same in both (what [`Dirty`] promises).
+fn changed_instances(
+    old: &Artifacts,
+    new: &Artifacts,
+    dirty: &BTreeSet<String>,
+) -> BTreeSet<(String, Option<u32>)> {
     // rows in relation order: of duplicate keys the model keeps the last
     type Entries = BTreeMap<(String, Option<u32>), Vec<(&'static str, Vec<String>)>>;
     // (relation, column of the address) of the rows read per address
@@ -757,7 +802,7 @@ fn changed_instances(old: &Artifacts, new: &Artifacts) -> BTreeSet<(String, Opti
         let mut m = Entries::new();
         for (rel, col) in BY_ADDRESS {
             for r in a.rows(rel) {
-                if let Some(i) = r.vals.first() {
+                if let Some(i) = r.vals.first().filter(|i| dirty.contains(*i)) {
                     m.entry((i.clone(), ip(r, col)))
                         .or_default()
                         .push((rel, r.vals.clone()));
@@ -783,6 +828,9 @@ fn changed_instances(old: &Artifacts, new: &Artifacts) -> BTreeSet<(String, Opti
             let mut m: BTreeMap<TunnelKey, Vec<Vec<String>>> = BTreeMap::new();
             for r in a.rows(tun_rel) {
                 let inst = r.vals.first().cloned().unwrap_or_default();
+                if !dirty.contains(&inst) {
+                    continue;
+                }
                 m.entry((inst, num(r, 1), ip(r, 2)))
                     .or_default()
                     .push(r.vals.clone());
@@ -820,7 +868,41 @@ fn changed_instances(old: &Artifacts, new: &Artifacts) -> BTreeSet<(String, Opti
 
 /// Policy changes: VMs (their own record, the ports they held), tenants
 /// (vnets, ACLs, multicast, DSR replies), VIPs and backends (by address).
-fn policy_changes(old: &Policy, new: &Policy, ch: &mut Changes) {
+fn policy_changes(old: &Policy, new: &Policy, same_vms: bool, ch: &mut Changes) {
+    if !same_vms {
+        vm_changes(old, new, ch);
+    }
+    // tenants whose vnets, ACLs (`at` only cites: a rule moved to another
+    // line is the same rule), default, multicast groups or DSR replies differ
+    type AclKey = (i64, (u32, u8), (u32, u8), u8, u16, u16, bool);
+    let acl_keys = |rules: Option<&Vec<crate::policy::Acl>>| -> Vec<AclKey> {
+        rules
+            .into_iter()
+            .flatten()
+            .map(|a| (a.priority, a.src, a.dst, a.proto, a.lo, a.hi, a.allow))
+            .collect()
+    };
+    let tenants = &mut ch.tenants;
+    differing(&old.vnets, &new.vnets, |t| tenants.insert(t.clone()));
+    differing(&old.acl_default, &new.acl_default, |t| {
+        tenants.insert(t.clone())
+    });
+    for t in old.acls.keys().chain(new.acls.keys()) {
+        if acl_keys(old.acls.get(t)) != acl_keys(new.acls.get(t)) {
+            tenants.insert(t.clone());
+        }
+    }
+    differing(&old.mcast, &new.mcast, |(t, _)| tenants.insert(t.clone()));
+    for (t, ..) in old.dsr.symmetric_difference(&new.dsr) {
+        tenants.insert(t.clone());
+    }
+    // the trace does not read them, only the check of an exposure does
+    ch.exposures = old.vips != new.vips || old.backends != new.backends;
+}
+
+/// The VMs whose own record changed (and their tenants and ports), and the
+/// ports whose owner (the first VM there, in order) changed.
+fn vm_changes(old: &Policy, new: &Policy, ch: &mut Changes) {
     let vms = |p: &Policy| -> BTreeMap<(String, String), Vm> {
         let mut m = BTreeMap::new();
         for v in &p.vms {
@@ -861,43 +943,34 @@ fn policy_changes(old: &Policy, new: &Policy, ch: &mut Changes) {
             ch.ports.insert(port.clone());
         }
     }
-    let tenants: BTreeSet<&String> = o.keys().chain(n.keys()).map(|k| &k.0).collect();
-    for t in tenants {
-        let mcast = |p: &Policy| -> Vec<(u32, BTreeSet<String>)> {
-            p.mcast
-                .iter()
-                .filter(|((pt, _), _)| pt == t)
-                .map(|((_, g), m)| (*g, m.clone()))
-                .collect()
-        };
-        let dsr = |p: &Policy| -> Vec<(String, u8, u16)> {
-            p.dsr
-                .iter()
-                .filter(|(pt, ..)| pt == t)
-                .map(|(_, v, pr, po)| (v.clone(), *pr, *po))
-                .collect()
-        };
-        type AclKey = (i64, (u32, u8), (u32, u8), u8, u16, u16, bool);
-        let acls = |p: &Policy| -> Vec<AclKey> {
-            p.acls
-                .get(t)
-                .into_iter()
-                .flatten()
-                .map(|a| {
-                    // `at` only cites: a rule moved to another line is the same rule
-                    (a.priority, a.src, a.dst, a.proto, a.lo, a.hi, a.allow)
-                })
-                .collect()
-        };
-        if old.vnets.get(t) != new.vnets.get(t)
-            || acls(old) != acls(new)
-            || old.acl_default.get(t) != new.acl_default.get(t)
-            || mcast(old) != mcast(new)
-            || dsr(old) != dsr(new)
-        {
-            ch.tenants.insert(t.clone());
+}
+
+/// Calls `f` on each key whose value differs between `a` and `b`.
+fn differing<K: Ord, V: PartialEq, R>(
+    a: &BTreeMap<K, V>,
+    b: &BTreeMap<K, V>,
+    mut f: impl FnMut(&K) -> R,
+) {
+    if a == b {
+        return;
+    }
+    for k in a.keys().chain(b.keys()) {
+        if a.get(k) != b.get(k) {
+            f(k);
         }
     }
-    // the trace does not read them, only the check of an exposure does
-    ch.exposures = old.vips != new.vips || old.backends != new.backends;
+}
+
+/// The same VM records in the same order (what the checks read of them).
+fn same_vm_list(a: &[Vm], b: &[Vm]) -> bool {
+    a.len() == b.len()
+        && a.iter().zip(b).all(|(x, y)| {
+            x.tenant == y.tenant
+                && x.name == y.name
+                && x.vni == y.vni
+                && x.mac == y.mac
+                && x.ip == y.ip
+                && x.host == y.host
+                && x.port == y.port
+        })
 }

@@ -42,6 +42,7 @@ pub mod artifacts;
 pub mod p4;
 pub mod bridge;
 pub mod checks;
+pub mod dirty;
 pub mod incremental;
 pub mod network;
 pub mod nf;
@@ -52,6 +53,7 @@ pub mod policy;
 pub mod predict;
 pub mod report;
 pub mod space;
+pub mod table_recheck;
 pub mod tables;
 
 use artifacts::{Artifacts, FlowText, Row};

@@ -9,7 +9,7 @@
 //! failure with a concrete 5-tuple found by evaluating `hash5`
 //! (netc_compiler::functors, the one definition).
 
-use crate::artifacts::{Artifacts, Row};
+use crate::artifacts::{Artifacts, FlowText, Row};
 use crate::ofctl::{self, parse_ip, Action, Nat};
 use crate::packet::five_tuple;
 use crate::policy::Policy;
@@ -142,6 +142,27 @@ fn vms_by_addr(policy: &Policy) -> std::collections::HashMap<(u64, u32), &crate:
 /// AFF-1: every instance holds the same complete vector, and each member's
 /// tunnel leads to the host that runs that DIP.
 pub fn aff1(a: &Artifacts, policy: &Policy) -> Vec<Counterexample> {
+    let mut out = aff1_vectors(a);
+    out.extend(aff1_tunnels(a, policy));
+    out
+}
+
+/// The load-balancer relations [`aff1_vectors`] reads (nothing else).
+pub const AFF1_VECTOR_RELATIONS: [&str; 6] = [
+    "agent_mux_vip",
+    "agent_mux_member",
+    "p4_vip",
+    "p4_ecmp_member",
+    "p4_vip_local",
+    "p4_ecmp_member_local",
+];
+
+/// The relations [`aff1_tunnels`] reads (with the policy's VMs and underlay).
+pub const AFF1_TUNNEL_RELATIONS: [&str; 2] = ["agent_mux_tunnel", "p4_tunnel"];
+
+/// AFF-1 on the vectors alone: each complete, and alike on every instance.
+/// Reads only [`AFF1_VECTOR_RELATIONS`].
+pub fn aff1_vectors(a: &Artifacts) -> Vec<Counterexample> {
     let mut out = Vec::new();
     for (ep, vs) in vectors(a) {
         let vip = std::net::Ipv4Addr::from(ep.0);
@@ -189,7 +210,14 @@ pub fn aff1(a: &Artifacts, policy: &Policy) -> Vec<Counterexample> {
             ));
         }
     }
-    // member tunnels lead to the DIP's host
+    out
+}
+
+/// AFF-1 on the members' tunnels: each leads to the host that runs the DIP,
+/// with its MAC. Reads only [`AFF1_TUNNEL_RELATIONS`], the policy's VMs and
+/// underlay.
+pub fn aff1_tunnels(a: &Artifacts, policy: &Policy) -> Vec<Counterexample> {
+    let mut out = Vec::new();
     let host_ip: BTreeMap<&str, u32> = policy
         .underlay
         .iter()
@@ -261,7 +289,9 @@ fn tunnel_cx(r: &Row, summary: String) -> Counterexample {
     }
 }
 
-struct Grant {
+/// A SNAT port range of a VIP granted to one DIP (`owner`: VNI, address).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Grant {
     vip: u32,
     lo: u16,
     hi: u16,
@@ -269,9 +299,59 @@ struct Grant {
     at: String,
 }
 
+/// The relations [`aff4_with`] reads (with the flows' grants, the policy's
+/// VMs and underlay).
+pub const AFF4_RELATIONS: [&str; 2] = ["agent_mux_snat", "agent_snat_range"];
+
 /// AFF-4: SNAT port ranges of one VIP never overlap between two DIPs, and
 /// every Mux sends return traffic to the host that runs the DIP.
 pub fn aff4(a: &Artifacts, policy: &Policy) -> Vec<Counterexample> {
+    let flows: Vec<Grant> = a.flows.values().flat_map(|f| flow_grants(f)).collect();
+    aff4_with(a, policy, flows.iter())
+}
+
+/// The SNAT grants of one bridge's flows (`ct(…,nat(src=A:lo-hi))` with the
+/// VNI in `reg6` and the DIP in `nw_src`), in flow order.
+pub fn flow_grants(flows: &[FlowText]) -> Vec<Grant> {
+    let mut out = Vec::new();
+    // only `nat(src=…)` parses to a source NAT: skip the rest unparsed
+    for fl in flows.iter().filter(|f| f.actions.contains("nat(src=")) {
+        let Ok(acts) = ofctl::parse_actions(&fl.actions) else {
+            continue;
+        };
+        for act in acts {
+            if let Action::Ct {
+                nat: Some(Nat::Src { addr, lo, hi }),
+                ..
+            } = act
+            {
+                let m = ofctl::parse_match(&fl.matches).unwrap_or_default();
+                let get = |f| m.iter().find(|c| c.field == f).map(|c| c.value);
+                if let (Some(vni), Some(dip)) = (
+                    get(crate::space::Field::Reg(6)),
+                    get(crate::space::Field::NwSrc),
+                ) {
+                    out.push(Grant {
+                        vip: addr,
+                        lo,
+                        hi,
+                        owner: (vni as u64, dip as u32),
+                        at: fl.at.clone(),
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// AFF-4 given the grants of every bridge's flows (in device order, as
+/// [`flow_grants`] gives them): what [`aff4`] finds.
+pub fn aff4_with<'g>(
+    a: &Artifacts,
+    policy: &Policy,
+    flow_grants: impl Iterator<Item = &'g Grant>,
+) -> Vec<Counterexample> {
     let mut grants = Vec::new();
     let tenant_vni: BTreeMap<&str, u64> = policy
         .vms
@@ -336,37 +416,24 @@ pub fn aff4(a: &Artifacts, policy: &Policy) -> Vec<Counterexample> {
             });
         }
     }
-    for fl in a.flows.values().flatten() {
-        let Ok(acts) = ofctl::parse_actions(&fl.actions) else {
-            continue;
-        };
-        for act in acts {
-            if let Action::Ct {
-                nat: Some(Nat::Src { addr, lo, hi }),
-                ..
-            } = act
-            {
-                let m = ofctl::parse_match(&fl.matches).unwrap_or_default();
-                let get = |f| m.iter().find(|c| c.field == f).map(|c| c.value);
-                if let (Some(vni), Some(dip)) = (
-                    get(crate::space::Field::Reg(6)),
-                    get(crate::space::Field::NwSrc),
-                ) {
-                    grants.push(Grant {
-                        vip: addr,
-                        lo,
-                        hi,
-                        owner: (vni as u64, dip as u32),
-                        at: fl.at.clone(),
-                    });
-                }
-            }
-        }
+    let mut all: Vec<&Grant> = grants.iter().collect();
+    for g in flow_grants {
+        all.push(g);
+    }
+    let grants = all;
+    // pairs (i, j), i < j, in order, as a scan of every pair would meet
+    // them; only grants of one VIP can overlap
+    let mut by_vip: std::collections::HashMap<u32, Vec<usize>> = std::collections::HashMap::new();
+    for (i, g) in grants.iter().enumerate() {
+        by_vip.entry(g.vip).or_default().push(i);
     }
     let mut seen = std::collections::BTreeSet::new();
     for (i, g) in grants.iter().enumerate() {
-        for h in &grants[i + 1..] {
-            if g.vip != h.vip || g.owner == h.owner || g.hi < h.lo || h.hi < g.lo {
+        let same_vip = &by_vip[&g.vip];
+        let after = same_vip.partition_point(|&j| j <= i);
+        for &j in &same_vip[after..] {
+            let h = grants[j];
+            if g.owner == h.owner || g.hi < h.lo || h.hi < g.lo {
                 continue;
             }
             let port = g.lo.max(h.lo);
@@ -388,6 +455,15 @@ pub fn aff4(a: &Artifacts, policy: &Policy) -> Vec<Counterexample> {
     }
     out
 }
+
+/// The relations [`cap1`] reads (with the policy's capacities).
+pub const CAP1_RELATIONS: [&str; 5] = [
+    "p4_vip",
+    "p4_vip_local",
+    "p4_ecmp_member",
+    "p4_ecmp_member_local",
+    "p4_tunnel",
+];
 
 /// CAP-1: P4 table use per switch within the declared capacity.
 pub fn cap1(a: &Artifacts, policy: &Policy) -> Vec<Counterexample> {

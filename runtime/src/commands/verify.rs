@@ -360,7 +360,9 @@ fn run_inner(args: &VerifyArgs) -> Result<Outcome, Outcome> {
         })
         .map_err(model_err)?,
         Some(old_dir) => {
-            let old = load(old_dir)?;
+            // cited from the new directory, so only what differs is re-checked
+            let mut old = load(old_dir)?;
+            old.rebase(&artifacts.dir);
             let old_policy = if !args.since_intent.is_empty() {
                 Policy::from_facts(&compile(args.since_intent, args.rules)?.facts)
             } else if compiled.is_some() {
