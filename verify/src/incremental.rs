@@ -787,7 +787,7 @@ fn changed_instances(
     dirty: &BTreeSet<String>,
 ) -> BTreeSet<(String, Option<u32>)> {
     // rows in relation order: of duplicate keys the model keeps the last
-    type Entries = BTreeMap<(String, Option<u32>), Vec<(&'static str, Vec<String>)>>;
+    type Entries<'a> = HashMap<(&'a str, Option<u32>), Vec<(&'static str, &'a [String])>>;
     // (relation, column of the address) of the rows read per address
     const BY_ADDRESS: [(&str, usize); 5] = [
         ("agent_mux_vip", 2),
@@ -798,24 +798,25 @@ fn changed_instances(
     ];
     let ip = |r: &Row, i: usize| r.vals.get(i).and_then(|v| crate::ofctl::parse_ip(v));
     let num = |r: &Row, i: usize| r.vals.get(i).and_then(|v| v.parse::<u64>().ok());
-    let by_address = |a: &Artifacts| {
+    fn by_address<'a>(a: &'a Artifacts, dirty: &BTreeSet<String>) -> Entries<'a> {
         let mut m = Entries::new();
         for (rel, col) in BY_ADDRESS {
             for r in a.rows(rel) {
                 if let Some(i) = r.vals.first().filter(|i| dirty.contains(*i)) {
-                    m.entry((i.clone(), ip(r, col)))
+                    let ip = r.vals.get(col).and_then(|v| crate::ofctl::parse_ip(v));
+                    m.entry((i.as_str(), ip))
                         .or_default()
-                        .push((rel, r.vals.clone()));
+                        .push((rel, r.vals.as_slice()));
                 }
             }
         }
         m
-    };
+    }
     let mut out = BTreeSet::new();
-    let (o, n) = (by_address(old), by_address(new));
+    let (o, n) = (by_address(old, dirty), by_address(new, dirty));
     for k in o.keys().chain(n.keys()) {
         if o.get(k) != n.get(k) {
-            out.insert(k.clone());
+            out.insert((k.0.to_string(), k.1));
         }
     }
     // tunnel rows: (instance, mvni, member) → the VIPs with that member
@@ -823,21 +824,29 @@ fn changed_instances(
         ("agent_mux_tunnel", "agent_mux_member"),
         ("p4_tunnel", "p4_ecmp_member"),
     ] {
-        type TunnelKey = (String, Option<u64>, Option<u32>);
-        let tunnels = |a: &Artifacts| -> BTreeMap<TunnelKey, Vec<Vec<String>>> {
-            let mut m: BTreeMap<TunnelKey, Vec<Vec<String>>> = BTreeMap::new();
-            for r in a.rows(tun_rel) {
-                let inst = r.vals.first().cloned().unwrap_or_default();
-                if !dirty.contains(&inst) {
+        type TunnelKey<'a> = (&'a str, Option<u64>, Option<u32>);
+        fn tunnels<'a>(
+            a: &'a Artifacts,
+            rel: &str,
+            dirty: &BTreeSet<String>,
+        ) -> HashMap<TunnelKey<'a>, Vec<&'a [String]>> {
+            let mut m: HashMap<TunnelKey, Vec<&[String]>> = HashMap::new();
+            for r in a.rows(rel) {
+                let inst = r.vals.first().map_or("", String::as_str);
+                if !dirty.contains(inst) {
                     continue;
                 }
-                m.entry((inst, num(r, 1), ip(r, 2)))
-                    .or_default()
-                    .push(r.vals.clone());
+                let v = &r.vals;
+                let key = (
+                    inst,
+                    v.get(1).and_then(|t| t.parse::<u64>().ok()),
+                    v.get(2).and_then(|t| crate::ofctl::parse_ip(t)),
+                );
+                m.entry(key).or_default().push(v.as_slice());
             }
             m
-        };
-        let (ot, nt) = (tunnels(old), tunnels(new));
+        }
+        let (ot, nt) = (tunnels(old, tun_rel, dirty), tunnels(new, tun_rel, dirty));
         let changed: BTreeSet<&TunnelKey> = ot
             .keys()
             .chain(nt.keys())
@@ -845,7 +854,7 @@ fn changed_instances(
             .collect();
         for (inst, mvni, member) in &changed {
             if mvni.is_none() || member.is_none() {
-                out.insert((inst.clone(), None));
+                out.insert((inst.to_string(), None));
             }
         }
         if changed.is_empty() {
@@ -856,7 +865,7 @@ fn changed_instances(
                 let Some(inst) = r.vals.first() else {
                     continue;
                 };
-                if changed.contains(&(inst.clone(), num(r, 5), ip(r, 6))) {
+                if changed.contains(&(inst.as_str(), num(r, 5), ip(r, 6))) {
                     out.insert((inst.clone(), ip(r, 1)));
                 }
             }
