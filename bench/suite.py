@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """netc at Andromeda scale (issue 8): the whole suite in one command, on `netc gen` S, M, L.
 
-    python3 bench/suite.py --from-head --plots docs/perf   # everything, one run (~45 min on 2 cores)
+    python3 bench/suite.py --from-head --lock /tmp/netc-bigmem.lock --plots docs/perf   # everything, one run (~45-60 min on 2 cores)
     python3 bench/suite.py --presets S M                    # without L (still verification and clingo)
     python3 bench/suite.py --quick --skip-build             # S only, 50 changes per kind (CI-sized)
 
@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import fcntl
 import io
 import json
 import os
@@ -465,6 +466,7 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="S only, 50 changes, one from-scratch sample; no verification, clingo or scaling")
     ap.add_argument("--skip-build", action="store_true", help="use the binaries already in $CARGO_TARGET_DIR/release")
     ap.add_argument("--from-head", action="store_true", help="build from a snapshot of HEAD (in $CARGO_TARGET_DIR/head-src), not the working tree")
+    ap.add_argument("--lock", type=Path, default=None, help="flock this file after building, before the first step (a shared machine's big-memory lock)")
     ap.add_argument("--out", type=Path, default=None, help="JSON path (default bench/results/suite-<date>-<commit>.json)")
     ap.add_argument("--plots", type=Path, default=None, help="write PNG plots into DIR")
     args = ap.parse_args()
@@ -489,9 +491,6 @@ def main() -> int:
     elif args.skip_build:
         source = f"prebuilt binaries in {target_dir() / 'release'} (run at {commit})"
 
-    started = dt.datetime.now(dt.timezone.utc)
-    out = args.out or BENCH / "results" / f"suite-{started:%Y-%m-%d}-{commit}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="netc-suite-") as tmp:
         work = Path(tmp)
         bins = pin_binaries(work / "bin")
@@ -499,12 +498,24 @@ def main() -> int:
             if b not in bins:
                 log(f"missing {target_dir() / 'release' / b}; build first (or drop --skip-build)")
                 return 1
+        lock_waited = None
+        if args.lock:  # held until the process exits; taken after the build so it never waits on cargo
+            log(f"waiting for {args.lock}")
+            t = time.monotonic()
+            lock_fd = os.open(args.lock, os.O_RDWR | os.O_CREAT, 0o666)
+            fcntl.flock(lock_fd, fcntl.LOCK_EX)
+            lock_waited = time.monotonic() - t
+            log(f"holding {args.lock} (waited {lock_waited:.0f} s)")
+        started = dt.datetime.now(dt.timezone.utc)
+        out = args.out or BENCH / "results" / f"suite-{started:%Y-%m-%d}-{commit}.json"
+        out.parent.mkdir(parents=True, exist_ok=True)
         doc = {
             "suite": "issue-8",
             "started_utc": started.isoformat(),
             "finished_utc": None,
             "commit": commit,
             "binaries": source,
+            "lock_waited_s": lock_waited,
             "machine": {
                 "cpus": os.cpu_count(),
                 "mem_gb": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9, 1),
