@@ -117,11 +117,21 @@ impl Artifacts {
             .filter(|p| p.extension().is_some_and(|e| e == "csv"))
             .collect();
         names.sort();
+        let ovs_dir = dir.join("ovs");
+        let rendered = ovs_dir.is_dir()
+            && read_dir(&ovs_dir)?
+                .iter()
+                .any(|p| p.extension().is_some_and(|e| e == "flows"));
         for p in names {
             let rel = p
                 .file_stem()
                 .map(|s| s.to_string_lossy().into_owned())
                 .unwrap_or_default();
+            // the rendered `.flows`/`.groups` are the same flows: reading
+            // the rows too would hold every flow's text twice (GBs at 100k VMs)
+            if rendered && (rel == "ovs_flow" || rel == "ovs_group") {
+                continue;
+            }
             let text = read(&p)?;
             let rows = text
                 .lines()
@@ -136,11 +146,6 @@ impl Artifacts {
         }
         // The P4 switches: what their WriteRequests install, not the rows.
         crate::p4::read_switches(dir, &mut a.relations)?;
-        let ovs_dir = dir.join("ovs");
-        let rendered = ovs_dir.is_dir()
-            && read_dir(&ovs_dir)?
-                .iter()
-                .any(|p| p.extension().is_some_and(|e| e == "flows"));
         if rendered {
             a.load_ovs_files(&ovs_dir)?;
         } else {

@@ -171,7 +171,11 @@ pub fn run(net: &Network, policy: &Policy, limit: usize) -> PathResults {
     let shared = Shared::new(&net.space, policy);
     let mut res = PathResults::default();
     for ai in 0..policy.vms.len() {
-        let mut c = check_vm(net, policy, &shared, ai);
+        // nothing keeps a footprint here: the trace notes none
+        let vm = &policy.vms[ai];
+        let mut none = Footprint::unrecorded();
+        let outs = normalize(net.trace_reading(vm, net.space.all(), false, &mut none));
+        let mut c = evaluate(net, policy, &shared, ai, outs, Footprint::default());
         c.traced = Vec::new(); // not needed once merged: free it early
         res.merge(c, limit);
     }
@@ -254,7 +258,10 @@ pub fn evaluate<'p>(
         if matches!(o.end, End::Drop { .. }) {
             continue;
         }
-        spoof = spoof.or(&o.pkt.set.and_not(&ok_src));
+        let forged = o.pkt.set.and_not(&ok_src);
+        if !forged.is_false() {
+            spoof = spoof.or(&forged);
+        }
         let End::Deliver { port } = o.end else {
             continue;
         };

@@ -106,10 +106,25 @@ const ORDER: [&str; 13] = [
 /// Verifies one artifact set.
 pub fn verify(input: &Input) -> Result<Report, VerifyError> {
     let t0 = std::time::Instant::now();
+    let mut phases = BTreeMap::new();
+    let mut lap = {
+        let mut last = t0;
+        move |phase: &'static str| {
+            let now = std::time::Instant::now();
+            phases.insert(phase, (now - last).as_millis());
+            last = now;
+            phases.clone()
+        }
+    };
     let net = Network::build(input.artifacts, input.policy)?;
+    lap("model");
     let res = checks::run(&net, input.policy, input.limit);
+    lap("paths");
     let found = TableFindings::check(&net, input);
-    Ok(assemble(&net, input, &res, found, t0))
+    lap("tables");
+    let mut report = assemble(&net, input, &res, found, t0);
+    report.stats.phases = lap("report");
+    Ok(report)
 }
 
 /// What the checks on tables (not on paths) found, uncapped.
@@ -251,6 +266,7 @@ pub(crate) fn assemble(
             outcomes: res.outcomes,
             pairs: res.pairs_checked,
             millis: t0.elapsed().as_millis(),
+            phases: BTreeMap::new(),
             incremental: None,
         },
         notes,

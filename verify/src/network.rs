@@ -44,14 +44,43 @@ pub struct Footprint {
     pub fanout: BTreeMap<u128, Bdd>,
     /// (device, port) a packet was delivered to.
     pub ports: BTreeSet<(String, u32)>,
+    /// Set by [`Footprint::unrecorded`]: nothing is noted (a full
+    /// verification that keeps no footprint need not pay for one — noting
+    /// the reads was a quarter of its time).
+    off: bool,
 }
 
 impl Footprint {
+    /// A footprint that notes nothing: for traces whose reads nobody keeps.
+    pub fn unrecorded() -> Footprint {
+        Footprint {
+            off: true,
+            ..Footprint::default()
+        }
+    }
+
+    /// Starts noting what `b` reads (unless this footprint notes nothing).
+    fn start(&self, b: &Bridge) {
+        if !self.off {
+            b.record();
+        }
+    }
+
     fn note(&mut self, b: &Bridge) {
+        if self.off {
+            return;
+        }
         self.bridges
             .entry(b.name.clone())
             .or_default()
             .merge(b.recorded());
+    }
+
+    /// `m[k] ∪= set`, unless this footprint notes nothing.
+    fn reach<K: Ord>(off: bool, m: &mut BTreeMap<K, Bdd>, k: K, set: &Bdd) {
+        if !off {
+            union_into(m, k, set);
+        }
     }
 
     /// Adds what another trace (of other packets of the same VM) read.
@@ -336,7 +365,7 @@ impl Network {
 
     /// Every final outcome of the packets `set` sent by `vm`.
     pub fn trace(&self, vm: &Vm, set: Bdd, keep_drops: bool) -> Vec<Outcome> {
-        self.trace_reading(vm, set, keep_drops, &mut Footprint::default())
+        self.trace_reading(vm, set, keep_drops, &mut Footprint::unrecorded())
     }
 
     /// [`Network::trace`], noting in `fp` every part of the network read.
@@ -354,7 +383,7 @@ impl Network {
         over.insert(Field::InPort, Val::Const(u128::from(vm.port)));
         let pkt = Pkt { set, over };
         let mut first = Vec::new();
-        b.record();
+        fp.start(b);
         b.run(&self.space, &pkt, 0, &[], keep_drops, &mut first);
         fp.note(b);
         let mut out = Vec::new();
@@ -373,7 +402,8 @@ impl Network {
         fp: &mut Footprint,
     ) {
         let End::Tunnel { tun_id, tun_dst } = o.end else {
-            if let End::Deliver { port } = o.end {
+            if let (End::Deliver { port }, false) = (&o.end, fp.off) {
+                let port = *port;
                 fp.ports
                     .insert((self.bridges[o.device as usize].name.clone(), port));
             }
@@ -382,7 +412,7 @@ impl Network {
             }
             return;
         };
-        union_into(&mut fp.addresses, tun_dst, &o.pkt.set);
+        Footprint::reach(fp.off, &mut fp.addresses, tun_dst, &o.pkt.set);
         let drop = |why: String| Outcome {
             end: End::Drop { why },
             ..o.clone()
@@ -412,7 +442,7 @@ impl Network {
         let mut next = Vec::new();
         if let Some(&b) = self.underlay.get(&tun_dst) {
             let b = &self.bridges[b as usize];
-            b.record();
+            fp.start(b);
             b.run(
                 &self.space,
                 &arrive(&o.pkt),
@@ -424,7 +454,8 @@ impl Network {
             fp.note(b);
         } else if let Some(insts) = self.holders.get(&tun_dst) {
             for inst in insts {
-                union_into(&mut fp.instances, (inst.clone(), tun_dst), &o.pkt.set);
+                let at = (inst.clone(), tun_dst);
+                Footprint::reach(fp.off, &mut fp.instances, at, &o.pkt.set);
                 self.lb(
                     inst,
                     tun_id as u64,
@@ -436,7 +467,7 @@ impl Network {
                 );
             }
         } else if tun_dst >> 28 == 0xe {
-            union_into(&mut fp.fanout, tun_id, &o.pkt.set);
+            Footprint::reach(fp.off, &mut fp.fanout, tun_id, &o.pkt.set);
             let takes = |b: &Bridge| {
                 keep_drops
                     || self.accepts[b.index as usize]
@@ -448,7 +479,7 @@ impl Network {
                 .iter()
                 .filter(|b| b.index != o.device && takes(b))
             {
-                b.record();
+                fp.start(b);
                 b.run(
                     &self.space,
                     &arrive(&o.pkt),

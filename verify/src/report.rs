@@ -97,6 +97,12 @@ pub struct Stats {
     pub outcomes: usize,
     pub pairs: usize,
     pub millis: u128,
+    /// A full verification's phases (ms): `model` (the network built from
+    /// the artifacts), `paths` (every VM traced and checked), `tables`
+    /// (AFF-1/3/4, CAP-1 and, with `--against`, AFF-2/PLAN-1), `report`
+    /// (the P4 switches' symbolic checks and the counterexamples).
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub phases: std::collections::BTreeMap<&'static str, u128>,
     /// Set when this report came from an incremental update.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub incremental: Option<crate::incremental::Update>,
