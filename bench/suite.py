@@ -211,6 +211,20 @@ class Suite:
         self.cap = int(args.cap_gb * 1e9)
         self.hard_failures: list[str] = []
 
+    def big_memory(self) -> None:
+        """Takes --lock (if given) before the first step that may pass 2 GB, and keeps it to the end:
+        S-sized steps run while others hold it; once taken, no one else's run slips in between."""
+        lk = self.doc["lock"]
+        if not self.args.lock or lk["waited_s"] is not None:
+            return
+        log(f"waiting for {self.args.lock}")
+        t = time.monotonic()
+        self.lock_fd = os.open(self.args.lock, os.O_RDWR | os.O_CREAT, 0o666)
+        fcntl.flock(self.lock_fd, fcntl.LOCK_EX)
+        lk["waited_s"] = time.monotonic() - t
+        lk["taken_utc"] = dt.datetime.now(dt.timezone.utc).isoformat()
+        log(f"holding {self.args.lock} (waited {lk['waited_s']:.0f} s)")
+
     def save(self) -> None:
         tmp = self.out.with_suffix(".json.tmp")
         tmp.write_text(json.dumps(self.doc, indent=1))
@@ -228,6 +242,8 @@ class Suite:
 
     def preset(self, preset: str) -> None:
         a, netc = self.args, self.bins["netc"]
+        if preset != "S":
+            self.big_memory()
         res: dict = {"preset": preset}
         self.doc["presets"].append(res)
         intent = self.work / f"{preset}.ndl"
@@ -283,18 +299,20 @@ class Suite:
             shutil.rmtree(self.work / f"verify-{preset}", ignore_errors=True)
         self.save()
 
-    def clingo(self) -> None:
-        a = self.args
-        js = self.work / "clingo-intent.json"
-        cmd = [sys.executable, str(BENCH / "clingo_intent.py"), "--netc", str(self.bins["netc"]), "--presets", *a.clingo,
+    def clingo(self, preset: str) -> None:
+        if preset != "S":
+            self.big_memory()
+        js = self.work / f"clingo-intent-{preset}.json"
+        cmd = [sys.executable, str(BENCH / "clingo_intent.py"), "--netc", str(self.bins["netc"]), "--presets", preset,
                "--json", str(js), "--work", str(self.work / "clingo"), "--bigmem", "--no-lock"]
-        r = self.step(f"clingo on {' '.join(a.clingo)} (from scratch, every output relation compared)", cmd, timeout=a.timeout * 2, keep_stdout=True)
+        r = self.step(f"clingo on {preset} (from scratch, every output relation compared)", cmd, keep_stdout=True)
+        ci = self.doc["clingo_intent"]
         if r["rc"] in (0, 1) and js.exists():
-            self.doc["clingo_intent"] = {"status": "equal" if r["rc"] == 0 else "DIFFERENT", "scenarios": json.loads(js.read_text())["scenarios"], "summary": r["stdout"][-3000:]}
+            ci[preset] = {"status": "equal" if r["rc"] == 0 else "DIFFERENT", **json.loads(js.read_text())["scenarios"][preset], "summary": r["stdout"][-3000:]}
             if r["rc"] == 1:
-                self.hard_failures.append("clingo: answers differ")
+                self.hard_failures.append(f"clingo {preset}: answers differ")
         else:
-            self.doc["clingo_intent"] = {"status": f"failed: {r['outcome']}", "process": r}
+            ci[preset] = {"status": f"failed: {r['outcome']}", "process": r}
         shutil.rmtree(self.work / "clingo", ignore_errors=True)
         self.save()
 
@@ -372,7 +390,10 @@ def table(doc: dict) -> str:
             lines.append(f"\nverification {pr}: full {full['seconds']:.1f} s / {full['peak_rss_mb']:.0f} MB; incremental p50 {inc['p50_ms']:.1f} ms, p99 {inc['p99_ms']:.1f} ms ({inc['changes']} changes)")
         else:
             lines.append(f"\nverification {pr}: {v['status']}")
-    for name, sc in (p(doc, "clingo_intent", "scenarios") or {}).items():
+    for name, sc in doc["clingo_intent"].items():
+        if "clingo" not in sc:
+            lines.append(f"\nclingo {name}: {sc['status']}")
+            continue
         cl = sc["clingo"]
         lines.append(f"\nclingo {name}: {'equal' if sc['equal'] else 'DIFFERENT'} on {sc['relations_compared']} relations; clingo {cl['total_s']:.1f} s (CPU {cl['cpu_s']:.1f} s), {cl['peak_rss_mb']:.0f} MB")
     if doc["hoverboard_scaling"]:
@@ -466,7 +487,7 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="S only, 50 changes, one from-scratch sample; no verification, clingo or scaling")
     ap.add_argument("--skip-build", action="store_true", help="use the binaries already in $CARGO_TARGET_DIR/release")
     ap.add_argument("--from-head", action="store_true", help="build from a snapshot of HEAD (in $CARGO_TARGET_DIR/head-src), not the working tree")
-    ap.add_argument("--lock", type=Path, default=None, help="flock this file after building, before the first step (a shared machine's big-memory lock)")
+    ap.add_argument("--lock", type=Path, default=None, help="a shared machine's big-memory lock: flocked before the first step that may pass 2 GB (M, L, clingo M, Hoverboard 100k) and held to the end")
     ap.add_argument("--out", type=Path, default=None, help="JSON path (default bench/results/suite-<date>-<commit>.json)")
     ap.add_argument("--plots", type=Path, default=None, help="write PNG plots into DIR")
     args = ap.parse_args()
@@ -498,14 +519,6 @@ def main() -> int:
             if b not in bins:
                 log(f"missing {target_dir() / 'release' / b}; build first (or drop --skip-build)")
                 return 1
-        lock_waited = None
-        if args.lock:  # held until the process exits; taken after the build so it never waits on cargo
-            log(f"waiting for {args.lock}")
-            t = time.monotonic()
-            lock_fd = os.open(args.lock, os.O_RDWR | os.O_CREAT, 0o666)
-            fcntl.flock(lock_fd, fcntl.LOCK_EX)
-            lock_waited = time.monotonic() - t
-            log(f"holding {args.lock} (waited {lock_waited:.0f} s)")
         started = dt.datetime.now(dt.timezone.utc)
         out = args.out or BENCH / "results" / f"suite-{started:%Y-%m-%d}-{commit}.json"
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -515,7 +528,7 @@ def main() -> int:
             "finished_utc": None,
             "commit": commit,
             "binaries": source,
-            "lock_waited_s": lock_waited,
+            "lock": {"path": str(args.lock) if args.lock else None, "waited_s": None},
             "machine": {
                 "cpus": os.cpu_count(),
                 "mem_gb": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9, 1),
@@ -528,7 +541,7 @@ def main() -> int:
             "steps": [],
             "presets": [],
             "verification": {},
-            "clingo_intent": None,
+            "clingo_intent": {},
             "hoverboard_scaling": [],
         }
         suite = Suite(args, bins, work, doc, out)
@@ -537,9 +550,13 @@ def main() -> int:
         # Cheapest and most informative first; L last, since it may not fit or may take longest.
         for pr in (x for x in ran if x != "L"):
             suite.preset(pr)
-        if args.clingo:
-            suite.clingo()
+            if pr in args.clingo:
+                suite.clingo(pr)
+        for pr in (x for x in args.clingo if x not in ran):
+            suite.clingo(pr)
         if args.hoverboard_vms:
+            if max(args.hoverboard_vms) > 10000:
+                suite.big_memory()
             suite.hoverboard()
         if "L" in ran:
             suite.preset("L")
