@@ -223,7 +223,8 @@ fn seen_through(space: &Space, key: &[(Field, Val)], m: &[Constraint]) -> Option
 /// would (only entries that moved are listed).
 #[derive(Default)]
 struct Renumber {
-    flows: HashMap<u32, Vec<Option<u32>>>,
+    /// (bridge index, old flow → new): a few bridges, scanned per hop.
+    flows: Vec<(u32, Vec<Option<u32>>)>,
     /// The names of the bridges in `flows`.
     bridges: BTreeSet<String>,
     lb: Option<Vec<Option<u32>>>,
@@ -240,8 +241,8 @@ impl Renumber {
 
     fn hop(&self, h: Hop) -> Option<Hop> {
         Some(match h {
-            Hop::Flow { bridge, flow } => match self.flows.get(&bridge) {
-                Some(m) => Hop::Flow {
+            Hop::Flow { bridge, flow } => match self.flows.iter().find(|(b, _)| *b == bridge) {
+                Some((_, m)) => Hop::Flow {
                     bridge,
                     flow: (*m.get(flow as usize)?)?,
                 },
@@ -422,7 +423,7 @@ impl Verifier {
             )?;
             up.bridges_rebuilt += 1;
             if let (Some(m), Some(i)) = (moved, self.net.index_of(name)) {
-                renum.flows.insert(i, m);
+                renum.flows.push((i, m));
                 renum.bridges.insert(name.clone());
             }
             if same_text {
@@ -912,13 +913,13 @@ fn policy_changes(old: &Policy, new: &Policy, same_vms: bool, ch: &mut Changes) 
 /// The VMs whose own record changed (and their tenants and ports), and the
 /// ports whose owner (the first VM there, in order) changed.
 fn vm_changes(old: &Policy, new: &Policy, ch: &mut Changes) {
-    let vms = |p: &Policy| -> BTreeMap<(String, String), Vm> {
-        let mut m = BTreeMap::new();
+    fn vms(p: &Policy) -> HashMap<(&str, &str), &Vm> {
+        let mut m = HashMap::new();
         for v in &p.vms {
-            m.entry(key(v)).or_insert_with(|| v.clone());
+            m.entry((v.tenant.as_str(), v.name.as_str())).or_insert(v);
         }
         m
-    };
+    }
     let (o, n) = (vms(old), vms(new));
     let same_vm = |a: &Vm, b: &Vm| {
         a.vni == b.vni && a.mac == b.mac && a.ip == b.ip && a.host == b.host && a.port == b.port
@@ -932,24 +933,25 @@ fn vm_changes(old: &Policy, new: &Policy, ch: &mut Changes) {
         if !differs {
             continue;
         }
-        ch.vms.insert(k.clone());
-        ch.tenants.insert(k.0.clone());
+        ch.vms.insert((k.0.to_string(), k.1.to_string()));
+        ch.tenants.insert(k.0.to_string());
         for v in [a, b].into_iter().flatten() {
             ch.ports.insert((v.host.clone(), v.port));
         }
     }
     // who owns a port (the first VM there, in order)
-    let owners = |p: &Policy| -> BTreeMap<(String, u32), (String, String)> {
-        let mut m = BTreeMap::new();
+    fn owners(p: &Policy) -> HashMap<(&str, u32), (&str, &str)> {
+        let mut m = HashMap::new();
         for v in &p.vms {
-            m.entry((v.host.clone(), v.port)).or_insert_with(|| key(v));
+            let owner = (v.tenant.as_str(), v.name.as_str());
+            m.entry((v.host.as_str(), v.port)).or_insert(owner);
         }
         m
-    };
+    }
     let (oo, no) = (owners(old), owners(new));
     for port in oo.keys().chain(no.keys()) {
         if oo.get(port) != no.get(port) {
-            ch.ports.insert(port.clone());
+            ch.ports.insert((port.0.to_string(), port.1));
         }
     }
 }
