@@ -1,5 +1,6 @@
 //! Arrangement sharing: rules joining the same relation on the same key
-//! columns use one arrangement, also across strata and into loops.
+//! columns use one arrangement within a stratum (each stratum is its own
+//! dataflow, see `engine/render.rs`), also into its loop.
 
 mod engine_util;
 
@@ -31,7 +32,7 @@ fn joins_on_the_same_key_share_one_arrangement() {
         vec![join(e, slots(&[0]), vec![0], vec![Ignore, Ignore])],
     );
     p.stratum(&[pp, q, r], false, vec![r1, r2, r3]);
-    // t(x,y) :- e(x,y). t(x,z) :- t(x,y), e(y,z).   shares e[0] (entered), builds t[1] in the loop
+    // t(x,y) :- e(x,y). t(x,z) :- t(x,y), e(y,z).   builds e[0] (entered), t[1] in the loop
     let t1 = rule(t, slots(&[0, 1]), scan(e, binds(2)), vec![]);
     let t2 = rule(t, slots(&[0, 2]), scan(t, binds(2)), vec![ej(1)]);
     p.stratum(&[t], true, vec![t1, t2]);
@@ -48,7 +49,7 @@ fn joins_on_the_same_key_share_one_arrangement() {
         scan(g, vec![Bind, Ignore]),
         vec![anti(e, slots(&[0]), vec![0])],
     );
-    // m(x,y) :- g(x,y), !p(x,y).   reuses p's own distinct as the key set
+    // m(x,y) :- g(x,y), !p(x,y).   p arrives as a set: arranged as is, no distinct
     let m1 = rule(
         m,
         slots(&[0, 1]),
@@ -68,8 +69,8 @@ fn joins_on_the_same_key_share_one_arrangement() {
         let eng = p.engine(workers);
         assert_eq!(
             eng.stats().arrangements,
-            5,
-            "e[1], e[0], f[1], t[1], e{{0}}"
+            7,
+            "e[1], e[0], f[1] | e[0], t[1] | e{{0}}, p{{0,1}}"
         );
         assert_eq!(eng.contents(pp), rows(&[&[1, 3]]));
         assert_eq!(eng.contents(q), rows(&[&[0, 2]]));

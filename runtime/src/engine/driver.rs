@@ -4,14 +4,18 @@
 //! thread at a time.
 //! Guarantees:
 //! - `workers` timely threads (`Config::process`) each build the same
-//!   dataflow (`render::build`) and then wait for [`Command`]s.
+//!   dataflows (`render::build`: one per stratum) and then wait for
+//!   [`Command`]s.
 //! - [`Workers::run`] is one epoch: every worker gets the same batch (an
 //!   `Arc`) and inserts its stride of it (update i goes to worker
-//!   i mod workers; the dataflow exchanges data by key anyway), advances the
-//!   input to `epoch + 1`, steps until its probe passes `epoch + 1`, and
-//!   replies with the updates its capture buffer gathered — exactly that
-//!   epoch's, since no later data exists yet. The driver concatenates the
-//!   replies; consolidation is the caller's.
+//!   i mod workers; the dataflow exchanges data by key anyway) into the
+//!   pieces that read each relation, then runs the pieces in stratum order
+//!   (`run_epoch`): a piece with input this epoch (or never run) advances
+//!   its time by one and is stepped until its probe passes it; its captured
+//!   changes go into the inputs of the pieces reading them and into the
+//!   reply. Pieces without input are not advanced and cost nothing. The
+//!   reply holds exactly that epoch's derived changes on this worker; the
+//!   driver concatenates the replies; consolidation is the caller's.
 //! - No unbounded blind waits: the driver waits in 100 ms slices and checks
 //!   that every worker thread is alive; a worker that panics reports it
 //!   (caught with `catch_unwind`) and sets the shared abort flag, which every
@@ -24,12 +28,12 @@
 //!   dataflow drain and joins the threads; if a worker is stuck it is
 //!   detached after a grace period rather than hanging the caller.
 
-use super::render::{self, Built};
+use super::render::{self, Built, Dirty};
 use super::tuple::Tuple;
 use super::EngineError;
 use netc_compiler::plan::{Plan, RelId};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -97,6 +101,7 @@ impl Workers {
         let (reply_tx, replies) = mpsc::channel::<Reply>();
         let abort = Arc::new(AtomicBool::new(false));
         let abort_w = abort.clone();
+        let dirty: Dirty = Arc::new((0..plan.strata.len()).map(|_| AtomicU64::new(0)).collect());
         let guards = timely::execute(timely::Config::process(n), move |worker| {
             let index = worker.index();
             let rx = receivers
@@ -112,7 +117,7 @@ impl Workers {
                 return;
             };
             let outcome = catch_unwind(AssertUnwindSafe(|| {
-                worker_loop(worker, &plan, &rx, &reply_tx, &abort_w)
+                worker_loop(worker, &plan, dirty.clone(), &rx, &reply_tx, &abort_w)
             }));
             if let Err(payload) = outcome {
                 let message = payload
@@ -327,13 +332,13 @@ fn aborted(abort: &AtomicBool) -> bool {
 fn worker_loop(
     worker: &mut Worker,
     plan: &Plan,
+    dirty: Dirty,
     rx: &Receiver<Command>,
     tx: &Sender<Reply>,
     abort: &AtomicBool,
 ) {
     let index = worker.index();
-    let peers = worker.peers();
-    let built = worker.dataflow::<u64, _, _>(|scope| render::build(scope, plan));
+    let built = render::build(worker, plan, dirty);
     let mut b: Built = match built {
         Ok(mut b) => {
             b.start(index);
@@ -358,21 +363,10 @@ fn worker_loop(
         }
         match rx.try_recv() {
             Ok(Command::Commit { epoch, data }) => {
-                for (_, (rel, t, d)) in data.iter().enumerate().filter(|(i, _)| i % peers == index)
-                {
-                    b.input.update((*rel, t.clone()), *d);
-                }
+                let Some(updates) = run_epoch(worker, &mut b, epoch, &data, abort) else {
+                    return;
+                };
                 drop(data);
-                let next = epoch + 1;
-                b.input.advance_to(next);
-                b.input.flush();
-                while b.probe.less_than(&next) {
-                    if aborted(abort) {
-                        return;
-                    }
-                    worker.step_or_park(Some(SLICE));
-                }
-                let updates = std::mem::take(&mut *b.captured.borrow_mut());
                 let records = b.counters.records.replace(0);
                 if tx
                     .send(Reply::Done {
@@ -398,4 +392,63 @@ fn worker_loop(
     while worker.has_dataflows() && !aborted(abort) {
         worker.step_or_park(Some(SLICE));
     }
+}
+
+/// One epoch on this worker (see module docs): feeds this worker's stride of
+/// the base-fact changes to the pieces that read them, then runs, in
+/// stratum order, every piece that has input this epoch (or has never run),
+/// handing each one's captured changes to the pieces above that read them.
+/// The same pieces run on every worker: a piece's base input is decided
+/// from the whole batch, its derived input from the shared `dirty` stamps.
+/// `None`: aborted.
+fn run_epoch(
+    worker: &mut Worker,
+    b: &mut Built,
+    epoch: u64,
+    data: &Updates,
+    abort: &AtomicBool,
+) -> Option<Updates> {
+    let (index, peers) = (worker.index(), worker.peers());
+    let stamp = epoch + 1;
+    b.stamp.set(stamp);
+    let mut has_base = vec![false; b.pieces.len()];
+    for (i, (rel, t, d)) in data.iter().enumerate() {
+        let mine = i % peers == index;
+        for &p in &b.routes.base[*rel] {
+            has_base[p] = true;
+            if mine {
+                b.pieces[p].input.update((*rel, t.clone()), *d);
+            }
+        }
+    }
+    let mut updates = Vec::new();
+    for (p, &has_base) in has_base.iter().enumerate() {
+        let piece = &mut b.pieces[p];
+        let dirty = b.dirty[p].load(Ordering::Acquire) == stamp;
+        if piece.time > 0 && !has_base && !dirty {
+            continue;
+        }
+        piece.time += 1;
+        let next = piece.time;
+        piece.input.advance_to(next);
+        piece.input.flush();
+        while piece.probe.less_than(&next) {
+            if aborted(abort) {
+                return None;
+            }
+            worker.step_or_park(Some(SLICE));
+        }
+        let out = std::mem::take(&mut *piece.captured.borrow_mut());
+        for (rel, t, d) in &out {
+            for &q in &b.routes.derived[*rel] {
+                b.pieces[q].input.update((*rel, t.clone()), *d);
+            }
+        }
+        if updates.is_empty() {
+            updates = out;
+        } else {
+            updates.extend(out);
+        }
+    }
+    Some(updates)
 }

@@ -1,30 +1,37 @@
-//! Plan → differential dataflow, on one worker.
+//! Plan → differential dataflow, on one worker: one dataflow per stratum.
 //!
 //! Expects: a plan accepted by `validate::plan`; every worker calls
-//! [`build`] with the same plan, so all build the same dataflow.
+//! [`build`] with the same plan, so all build the same dataflows.
 //! Guarantees:
-//! - One input for the base facts of every relation, as `(relation,
-//!   tuple)` pairs (already a set — the driver dedups), split into one
-//!   collection per relation by a single `Partition` operator; plus a
-//!   constant one-row "unit" input for `Source::Unit`. One input means one
-//!   frontier to advance per epoch: timely's progress tracking then moves a
-//!   single capability instead of one per relation (which made every commit
-//!   cost time proportional to the number of relations).
-//! - Strata are rendered in order. A non-recursive stratum makes each of its
-//!   relations `distinct(base ∪ rule outputs)`. A recursive stratum is one
-//!   iterative scope (`u32` rounds) with a `Variable` per relation (mutual
-//!   recursion), lower-strata collections/arrangements entered, the same
-//!   distinct per round, and the results left back out.
-//! - The final collections of all derived relations (in a stratum) feed ONE
-//!   capture operator (one input per relation, never scheduled for frontier
-//!   changes alone) that appends their updates to [`Built::captured`]; its
-//!   empty output is attached to [`Built::probe`]. Once the probe passes
-//!   epoch `e + 1` the capture buffer holds all of epoch `e`'s derived
-//!   changes on this worker (not consolidated across workers). Input-only
-//!   relations are not captured: their changes are the driver's own
-//!   base-fact changes. One operator instead of an inspect and a probe per
-//!   relation: probes are scheduled on every frontier change, so N of them
-//!   were N operator runs per commit.
+//! - PIECES: each stratum is its own timely dataflow (a [`Piece`]) with its
+//!   own input and its own time (the number of times it has run). A piece
+//!   runs in an epoch only if something it reads changed (see
+//!   [`Routes`]); the others are not scheduled at all and cost nothing.
+//!   Why: every operator of a dataflow is visited by progress tracking each
+//!   time its frontier moves, so one dataflow for the whole program made a
+//!   one-row change cost time proportional to the program (issue 8). Pieces
+//!   do not share traces: a piece gets what lower strata derived as data
+//!   through its input, so a skipped piece never holds anything back and
+//!   needs no catching up. The price: a relation read by several strata
+//!   is arranged once per piece that joins on it (sharing is per piece).
+//! - A piece's input carries `(relation, tuple)` pairs — the base facts of
+//!   its own relations (already a set: the driver dedups), the base facts
+//!   of the input-only relations it reads and the captured changes of the
+//!   lower strata's relations it reads (sets: distinct outputs) — split
+//!   into one collection per relation by a single `Partition` operator;
+//!   plus a constant one-row "unit" input for `Source::Unit`.
+//! - A non-recursive stratum makes each of its relations `distinct(base ∪
+//!   rule outputs)`. A recursive stratum is one iterative scope (`u32`
+//!   rounds) with a `Variable` per relation (mutual recursion), the piece's
+//!   collections/arrangements entered, the same distinct per round, and the
+//!   results left back out.
+//! - The final collections of a piece's relations feed ONE capture
+//!   operator (never scheduled for frontier changes alone) that appends
+//!   their updates to [`Piece::captured`] and marks every piece that reads
+//!   a changed relation in the shared `dirty` stamps (any worker may see
+//!   the change; all must run the reader). Once the piece's probe passes
+//!   its time `k + 1` the buffer holds all of run `k`'s changes on this
+//!   worker (not consolidated across workers).
 //! - Arrangements are shared per scope through [`Env`]; the environment is
 //!   dropped when building ends, so no trace handle outlives the dataflow's
 //!   own operators (compaction is never held back).
@@ -38,9 +45,11 @@ use differential_dataflow::input::InputSession;
 use differential_dataflow::operators::iterate::VecVariable;
 use differential_dataflow::AsCollection;
 use netc_compiler::plan::{Body, Plan, RelId, Source, Step, Stratum};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::Pipeline;
 use timely::dataflow::operators::core::{Partition, Probe};
@@ -48,47 +57,195 @@ use timely::dataflow::operators::generic::builder_rc::OperatorBuilder;
 use timely::dataflow::{ProbeHandle, Scope};
 use timely::order::Product;
 use timely::progress::operate::FrontierInterest;
+use timely::worker::Worker;
 
-/// Captured `(relation, tuple, diff)` updates of the current epoch.
+/// Captured `(relation, tuple, diff)` updates of a piece's latest run.
 pub type Captured = Rc<RefCell<Vec<(RelId, Tuple, isize)>>>;
 
-/// What a worker keeps after building: its inputs and observation points.
-pub struct Built {
-    /// The base facts of every relation, tagged with its id.
+/// Per piece (= stratum index), the epoch stamp (`epoch + 1`) of the last
+/// epoch in which a lower piece, on any worker, captured a change of a
+/// relation it reads. Shared by all workers of an engine.
+pub type Dirty = Arc<Vec<AtomicU64>>;
+
+/// Where changes go, by relation: which pieces read them.
+pub struct Routes {
+    /// Pieces fed a base fact of the relation: its own stratum's piece if
+    /// it is derived, else every piece that reads it.
+    pub base: Vec<Vec<usize>>,
+    /// Pieces fed the captured changes of a derived relation (its readers).
+    pub derived: Vec<Vec<usize>>,
+    /// Per piece, the relations its rules read that it does not define.
+    reads: Vec<BTreeSet<RelId>>,
+}
+
+impl Routes {
+    pub fn new(plan: &Plan) -> Routes {
+        let n = plan.relations.len();
+        let mut owner = vec![None; n];
+        for (p, s) in plan.strata.iter().enumerate() {
+            for &r in &s.relations {
+                owner[r] = Some(p);
+            }
+        }
+        let mut base = vec![Vec::new(); n];
+        let mut derived = vec![Vec::new(); n];
+        let mut reads = Vec::with_capacity(plan.strata.len());
+        for (p, s) in plan.strata.iter().enumerate() {
+            let mut rs = BTreeSet::new();
+            for rule in &s.rules {
+                body_reads(&rule.body, &mut rs);
+            }
+            rs.retain(|r| owner[*r] != Some(p));
+            for &r in &s.relations {
+                base[r].push(p);
+            }
+            for &r in &rs {
+                match owner[r] {
+                    Some(_) => derived[r].push(p),
+                    None => base[r].push(p),
+                }
+            }
+            reads.push(rs);
+        }
+        Routes {
+            base,
+            derived,
+            reads,
+        }
+    }
+
+    /// The number of pieces.
+    pub fn pieces(&self) -> usize {
+        self.reads.len()
+    }
+}
+
+/// Every relation a body reads (scans, joins, negations, aggregates' bodies).
+fn body_reads(body: &Body, out: &mut BTreeSet<RelId>) {
+    if let Source::Scan(scan) = &body.source {
+        out.insert(scan.rel);
+    }
+    for step in &body.steps {
+        match step {
+            Step::Join { rel, .. } | Step::AntiJoin { rel, .. } => {
+                out.insert(*rel);
+            }
+            Step::Aggregate { inner, .. } => body_reads(inner, out),
+            Step::Filter(_) | Step::Bind(_) => {}
+        }
+    }
+}
+
+/// One stratum's dataflow on this worker (see module docs).
+pub struct Piece {
+    /// Base facts and lower strata's changes, tagged with the relation.
     pub input: InputSession<u64, (RelId, Tuple), isize>,
     /// The one-row input behind `Source::Unit`, until [`Built::start`].
     unit: Option<InputSession<u64, Tuple, isize>>,
     pub probe: ProbeHandle<u64>,
     pub captured: Captured,
+    /// How many times the piece has run (its input's time).
+    pub time: u64,
+}
+
+/// What a worker keeps after building: its pieces and how they connect.
+pub struct Built {
+    /// In stratum order (every piece reads only lower ones).
+    pub pieces: Vec<Piece>,
+    pub routes: Rc<Routes>,
+    pub dirty: Dirty,
+    /// The current epoch's stamp (`epoch + 1`), read by capture operators.
+    pub stamp: Rc<Cell<u64>>,
     pub counters: Rc<Counters>,
 }
 
 impl Built {
-    /// Puts the single empty row in the unit input (on worker 0 only) and
-    /// closes it, so it stays forever. Call once, after the dataflow is built.
+    /// Puts the single empty row in every unit input (on worker 0 only) and
+    /// closes them, so it stays forever. Call once, after building.
     pub fn start(&mut self, worker_index: usize) {
-        if let Some(mut u) = self.unit.take() {
-            if worker_index == 0 {
-                u.insert(Tuple::empty());
+        for piece in &mut self.pieces {
+            if let Some(mut u) = piece.unit.take() {
+                if worker_index == 0 {
+                    u.insert(Tuple::empty());
+                }
+                u.close();
             }
-            u.close();
         }
     }
 }
 
-/// Builds the whole plan in `scope` (see module docs).
-pub fn build(scope: Scope<'_, u64>, plan: &Plan) -> Result<Built, String> {
+/// Builds every stratum of the plan as its own dataflow on `worker` (see
+/// module docs). `dirty` has one stamp per stratum, shared by all workers.
+pub fn build(worker: &mut Worker, plan: &Plan, dirty: Dirty) -> Result<Built, String> {
     let names: Rc<[String]> = plan.relations.iter().map(|r| r.name.clone()).collect();
     let arities: Rc<[usize]> = plan.relations.iter().map(|r| r.arity()).collect();
     let counters = Rc::new(Counters::default());
+    let routes = Rc::new(Routes::new(plan));
+    if dirty.len() != routes.pieces() {
+        return Err(format!(
+            "{} dirty stamps for {} strata",
+            dirty.len(),
+            routes.pieces()
+        ));
+    }
+    let stamp = Rc::new(Cell::new(0));
+    let mut pieces = Vec::with_capacity(plan.strata.len());
+    for (p, stratum) in plan.strata.iter().enumerate() {
+        let ctx = PieceCtx {
+            plan,
+            stratum,
+            reads: &routes.reads[p],
+            routes: routes.clone(),
+            dirty: dirty.clone(),
+            stamp: stamp.clone(),
+            names: names.clone(),
+            arities: arities.clone(),
+            counters: counters.clone(),
+        };
+        pieces.push(worker.dataflow::<u64, _, _>(|scope| build_piece(scope, ctx))?);
+    }
+    Ok(Built {
+        pieces,
+        routes,
+        dirty,
+        stamp,
+        counters,
+    })
+}
 
+/// What building one piece needs.
+struct PieceCtx<'a> {
+    plan: &'a Plan,
+    stratum: &'a Stratum,
+    reads: &'a BTreeSet<RelId>,
+    routes: Rc<Routes>,
+    dirty: Dirty,
+    stamp: Rc<Cell<u64>>,
+    names: Rc<[String]>,
+    arities: Rc<[usize]>,
+    counters: Rc<Counters>,
+}
+
+fn build_piece(scope: Scope<'_, u64>, ctx: PieceCtx<'_>) -> Result<Piece, String> {
+    let n = ctx.names.len();
+    // Local streams: the relations read, then the stratum's own base facts.
+    let locals: Vec<RelId> = ctx
+        .reads
+        .iter()
+        .copied()
+        .chain(ctx.stratum.relations.iter().copied())
+        .collect();
+    let mut local_of = vec![u64::MAX; n];
+    for (i, &r) in locals.iter().enumerate() {
+        local_of[r] = i as u64;
+    }
     let mut input = InputSession::new();
-    let base: Vec<Coll<'_, u64>> = input
+    let streams: Vec<Coll<'_, u64>> = input
         .to_collection(scope)
         .inner
         .partition::<CapacityContainerBuilder<Vec<(Tuple, u64, isize)>>, _, _>(
-            names.len() as u64,
-            |((rel, t), time, diff)| (rel as u64, (t, time, diff)),
+            locals.len() as u64,
+            move |((rel, t), time, diff)| (local_of[rel], (t, time, diff)),
         )
         .into_iter()
         .map(|s| s.as_collection())
@@ -100,46 +257,68 @@ pub fn build(scope: Scope<'_, u64>, plan: &Plan) -> Result<Built, String> {
     let mut unit_input = InputSession::new();
     let unit = unit_input.to_collection(scope);
 
-    let mut env = Env::new(scope, unit, names.clone(), arities, counters.clone());
-    let mut in_stratum = vec![false; names.len()];
-    for s in &plan.strata {
-        for &r in &s.relations {
-            in_stratum[r] = true;
-        }
-    }
-    for (rel, c) in base.iter().enumerate() {
-        if !in_stratum[rel] {
-            env.rels[rel] = Some(c.clone());
-        }
-    }
-    for stratum in &plan.strata {
-        if stratum.recursive {
-            render_recursive(&mut env, plan, stratum, &base)?;
+    let mut env = Env::new(
+        scope,
+        unit,
+        ctx.names.clone(),
+        ctx.arities.clone(),
+        ctx.counters.clone(),
+    );
+    let mut base: Vec<Option<Coll<'_, u64>>> = vec![None; n];
+    for (&rel, c) in locals.iter().zip(streams) {
+        if ctx.reads.contains(&rel) {
+            env.rels[rel] = Some(c);
         } else {
-            render_flat(&mut env, plan, stratum, &base)?;
+            base[rel] = Some(c);
         }
+    }
+    if ctx.stratum.recursive {
+        render_recursive(&mut env, ctx.plan, ctx.stratum, &base)?;
+    } else {
+        render_flat(&mut env, ctx.plan, ctx.stratum, &base)?;
     }
 
     let probe = ProbeHandle::new();
     let captured: Captured = Rc::new(RefCell::new(Vec::new()));
-    let mut derived = Vec::new();
-    for (rel, c) in env.rels.iter().enumerate() {
-        let c = c
+    let mut own = Vec::new();
+    for &rel in &ctx.stratum.relations {
+        let c = env.rels[rel]
             .clone()
-            .ok_or_else(|| format!("relation {} was never rendered", names[rel]))?;
-        // An input-only relation's changes are known to the driver.
-        if in_stratum[rel] {
-            derived.push((rel, c));
-        }
+            .ok_or_else(|| format!("relation {} was never rendered", ctx.names[rel]))?;
+        own.push((rel, c));
     }
-    capture(scope, derived, captured.clone(), &probe);
-    Ok(Built {
+    let marks = Marks {
+        routes: ctx.routes,
+        dirty: ctx.dirty,
+        stamp: ctx.stamp,
+    };
+    capture(scope, own, captured.clone(), marks, &probe);
+    Ok(Piece {
         input,
         unit: Some(unit_input),
         probe,
         captured,
-        counters,
+        time: 0,
     })
+}
+
+/// How a capture operator tells the readers of a changed relation.
+struct Marks {
+    routes: Rc<Routes>,
+    dirty: Dirty,
+    stamp: Rc<Cell<u64>>,
+}
+
+impl Marks {
+    fn changed(&self, rel: RelId) {
+        let stamp = self.stamp.get();
+        for &p in &self.routes.derived[rel] {
+            // Published before this worker reports the data consumed, so a
+            // worker whose probe has passed sees it (progress messages
+            // synchronise the threads).
+            self.dirty[p].fetch_max(stamp, Ordering::AcqRel);
+        }
+    }
 }
 
 /// One operator appending every given relation's updates to `buf` (see
@@ -149,6 +328,7 @@ fn capture<'s>(
     scope: Scope<'s, u64>,
     colls: Vec<(RelId, Coll<'s, u64>)>,
     buf: Captured,
+    marks: Marks,
     probe: &ProbeHandle<u64>,
 ) {
     let mut builder = OperatorBuilder::new("Capture".to_owned(), scope);
@@ -164,7 +344,11 @@ fn capture<'s>(
         move |_frontiers| {
             let mut out = buf.borrow_mut();
             for (rel, input) in inputs.iter_mut() {
+                let before = out.len();
                 input.for_each(|_, data| out.extend(data.drain(..).map(|(t, _, d)| (*rel, t, d))));
+                if out.len() > before {
+                    marks.changed(*rel);
+                }
             }
         }
     });
@@ -190,13 +374,12 @@ fn render_flat<'s>(
     env: &mut Env<'s, u64>,
     plan: &Plan,
     stratum: &Stratum,
-    base: &[Coll<'s, u64>],
+    base: &[Option<Coll<'s, u64>>],
 ) -> Result<(), String> {
-    let mut parts: BTreeMap<RelId, Vec<Coll<'s, u64>>> = stratum
-        .relations
-        .iter()
-        .map(|&r| (r, vec![base[r].clone()]))
-        .collect();
+    let mut parts: BTreeMap<RelId, Vec<Coll<'s, u64>>> = BTreeMap::new();
+    for &r in &stratum.relations {
+        parts.insert(r, vec![base_of(base, r)?]);
+    }
     for rule in &stratum.rules {
         let out = render_rule(env, plan, rule)?;
         parts.entry(rule.head).or_default().push(out);
@@ -251,7 +434,7 @@ fn render_recursive<'s>(
     env: &mut Env<'s, u64>,
     plan: &Plan,
     stratum: &Stratum,
-    base: &[Coll<'s, u64>],
+    base: &[Option<Coll<'s, u64>>],
 ) -> Result<(), String> {
     let outer = env.scope;
     let own = &stratum.relations;
@@ -259,8 +442,8 @@ fn render_recursive<'s>(
     for rule in &stratum.rules {
         needs.body(&rule.body, own);
     }
-    // Build (or reuse) what the loop needs in the outer scope, so later
-    // strata and other loops share the same traces.
+    // Build what the loop needs in the piece's outer scope (entered, the
+    // loop shares those traces).
     let mut arrs = Vec::new();
     for (rel, key) in &needs.arrs {
         arrs.push((*rel, key.clone(), env.arrangement(*rel, key)?));
@@ -277,6 +460,10 @@ fn render_recursive<'s>(
                 .clone()
                 .ok_or_else(|| format!("relation {} used before it is rendered", env.names[rel]))?,
         ));
+    }
+    let mut own_base = BTreeMap::new();
+    for &rel in own {
+        own_base.insert(rel, base_of(base, rel)?);
     }
     let unit = env.unit.clone();
     let (names, arities, counters) = (env.names.clone(), env.arities.clone(), env.counters.clone());
@@ -310,7 +497,9 @@ fn render_recursive<'s>(
                 let (var, coll) = VecVariable::new(inner, Product::new(0, 1));
                 ienv.rels[rel] = Some(coll);
                 vars.push((rel, var));
-                parts.insert(rel, vec![base[rel].clone().enter(inner)]);
+                if let Some(b) = own_base.remove(&rel) {
+                    parts.insert(rel, vec![b.enter(inner)]);
+                }
             }
             let mut failed = None;
             for rule in &stratum.rules {
@@ -339,4 +528,11 @@ fn render_recursive<'s>(
         env.rels[rel] = Some(c);
     }
     Ok(())
+}
+
+/// The base-fact collection of one of the stratum's own relations.
+fn base_of<'s>(base: &[Option<Coll<'s, u64>>], rel: RelId) -> Result<Coll<'s, u64>, String> {
+    base.get(rel)
+        .and_then(|c| c.clone())
+        .ok_or_else(|| format!("relation {rel} has no base input in its stratum"))
 }
