@@ -22,7 +22,7 @@ pub fn run(args: CompileArgs) -> Outcome {
     let EvaluatedIntent {
         compilation: c,
         plan,
-        engine,
+        mut engine,
         findings,
     } = match evaluate_intent(args.intent, args.rules, args.workers) {
         Ok(e) => e,
@@ -42,6 +42,8 @@ pub fn run(args: CompileArgs) -> Outcome {
         );
         return Outcome::ProgramErrors;
     }
+    // Only reads from here on: free the dataflow before rendering.
+    engine.release_dataflow();
     let (mut relations, mut artifacts) = (0, 0);
     let mut render_error = None;
     stages.set("rendering and writing the device artifacts");

@@ -5,6 +5,8 @@
 //!   [`Changes`], [`EngineStats`], [`EngineError`] — and the driver-side
 //!   state: base facts per relation (set semantics at the input) and a
 //!   mirror of every relation's contents (for [`Engine::contents`]).
+//! - `mirror.rs`: how the driver stores those rows ([`mirror::RowSet`]:
+//!   packed words in a sorted vector, 8 bytes per value).
 //! - `validate.rs`: checks the plan's invariants (PLAN-SLOTS, PLAN-STRATA,
 //!   PLAN-RECURSIVE) and user rows before anything runs.
 //! - `driver.rs`: the timely worker threads, epochs, capture and shutdown.
@@ -27,6 +29,7 @@ mod arrange;
 mod body;
 mod driver;
 mod eval;
+mod mirror;
 mod render;
 mod tuple;
 mod validate;
@@ -34,12 +37,13 @@ mod validate;
 pub use tuple::{sort_by_row, sort_rows};
 
 use driver::Workers;
+use mirror::RowSet;
 use netc_compiler::plan::{Plan, RelId};
 use netc_compiler::value::{Row, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tuple::{FxHashSet, Tuple};
+use tuple::Tuple;
 
 /// Why the engine refused or failed an operation.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -197,12 +201,12 @@ pub struct Engine {
     plan: Arc<Plan>,
     workers: Workers,
     /// Base facts per relation.
-    base: Vec<FxHashSet<Tuple>>,
+    base: Vec<RowSet>,
     /// Whether a relation has rules (belongs to a stratum).
     derived: Vec<bool>,
     /// Current contents of each derived relation (an input-only relation's
     /// contents are its base facts).
-    contents: Vec<FxHashSet<Tuple>>,
+    contents: Vec<RowSet>,
     next_epoch: u64,
     stats: EngineStats,
     poisoned: Option<String>,
@@ -228,9 +232,9 @@ impl Engine {
                 ..Default::default()
             },
             workers: w,
-            base: vec![FxHashSet::default(); n],
+            base: plan.relations.iter().map(RowSet::for_relation).collect(),
             derived,
-            contents: vec![FxHashSet::default(); n],
+            contents: plan.relations.iter().map(RowSet::for_relation).collect(),
             next_epoch: 0,
             poisoned: None,
             plan: plan.clone(),
@@ -273,7 +277,7 @@ impl Engine {
         for (rel, row, diff) in tx.changes {
             let t = Tuple::from_row(row);
             let effective = match diff {
-                Diff::Insert => !self.base[rel].contains(&t) && self.base[rel].insert(t.clone()),
+                Diff::Insert => self.base[rel].insert(&t),
                 Diff::Delete => self.base[rel].remove(&t),
             };
             if effective {
@@ -306,14 +310,12 @@ impl Engine {
         // Derived relations: what the dataflow captured, applied to the mirror.
         let mut net = out.updates;
         consolidate(&mut net);
-        for (rel, t, d) in &net {
-            let ok = if *d > 0 {
-                self.contents[*rel].insert(t.clone())
-            } else {
-                self.contents[*rel].remove(t)
-            };
-            if !ok || d.abs() != 1 {
-                let name = &self.plan.relations[*rel].name;
+        for group in net.chunk_by(|a, b| a.0 == b.0) {
+            let rel = group[0].0;
+            let changes: Vec<(&Tuple, isize)> = group.iter().map(|(_, t, d)| (t, *d)).collect();
+            if let Err(i) = self.contents[rel].apply(&changes) {
+                let (t, d) = changes[i];
+                let name = &self.plan.relations[rel].name;
                 let msg =
                     format!("epoch {epoch}: change {d:+} of {t:?} in {name} does not fit a set");
                 self.poisoned = Some(msg.clone());
@@ -347,7 +349,7 @@ impl Engine {
     }
 
     /// The set holding a relation's current contents.
-    fn set(&self, rel: RelId) -> Option<&FxHashSet<Tuple>> {
+    fn set(&self, rel: RelId) -> Option<&RowSet> {
         if *self.derived.get(rel)? {
             self.contents.get(rel)
         } else {
@@ -358,10 +360,7 @@ impl Engine {
     /// Current contents of a relation, sorted in `Value`'s order (empty for
     /// an unknown id).
     pub fn contents(&self, rel: RelId) -> Vec<Row> {
-        let mut rows: Vec<Row> = self
-            .set(rel)
-            .map(|s| s.iter().map(Tuple::to_row).collect())
-            .unwrap_or_default();
+        let mut rows: Vec<Row> = self.set(rel).map(RowSet::rows).unwrap_or_default();
         sort_rows(&mut rows);
         rows
     }
@@ -386,13 +385,33 @@ impl Engine {
 
     /// Base facts of a relation, sorted.
     pub fn base_facts(&self, rel: RelId) -> Vec<Row> {
-        let mut rows: Vec<Row> = self
-            .base
-            .get(rel)
-            .map(|s| s.iter().map(Tuple::to_row).collect())
-            .unwrap_or_default();
+        let mut rows: Vec<Row> = self.base.get(rel).map(RowSet::rows).unwrap_or_default();
         sort_rows(&mut rows);
         rows
+    }
+
+    /// Stops the dataflow and frees its state, keeping every relation's
+    /// contents for [`Engine::contents`], `len` and `contains`: for a caller
+    /// that only reads from now on (`netc compile` before it renders, so its
+    /// peak memory is the larger of evaluating and rendering, not their
+    /// sum). Later commits fail with [`EngineError::Poisoned`].
+    pub fn release_dataflow(&mut self) {
+        self.workers.shutdown();
+        self.poisoned
+            .get_or_insert_with(|| "the dataflow was released; the engine is read-only".into());
+        // The workers' small allocations were freed into their threads'
+        // malloc arenas, which glibc does not give back by itself; without
+        // this the memory stays resident while the caller allocates anew.
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        {
+            extern "C" {
+                fn malloc_trim(pad: usize) -> std::os::raw::c_int;
+            }
+            // SAFETY: glibc's malloc_trim only returns free memory to the OS.
+            unsafe {
+                malloc_trim(0);
+            }
+        }
     }
 
     /// Makes worker `worker` panic, to exercise failure handling: the next

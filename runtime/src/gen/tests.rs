@@ -277,3 +277,107 @@ proptest! {
         prop_assert_eq!(findings_of(&p), Vec::<String>::new());
     }
 }
+
+/// Generates `p`, drops every fact line starting with one of `without`
+/// (to compare with a hand-written intent lacking them), and evaluates it.
+fn evaluate_generated(
+    p: &Params,
+    without: &[&str],
+) -> (Arc<netc_compiler::plan::Plan>, crate::engine::Engine) {
+    let s = generate(p).expect("valid params");
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("netc-gen-eval-{}-{n}", std::process::id()));
+    let w = writer::write_dir(&s, &dir).expect("write");
+    for f in &w.files {
+        let text = std::fs::read_to_string(f).expect("read back");
+        let kept: String = text
+            .lines()
+            .filter(|l| !without.iter().any(|w| l.starts_with(w)))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        std::fs::write(f, kept).expect("rewrite");
+    }
+    let c = intent::load(&w.files, None).expect("rules");
+    let plan = Arc::new(c.plan.clone().expect("a plan"));
+    let engine = intent::evaluate(plan.clone(), 1).expect("evaluate");
+    let _ = std::fs::remove_dir_all(&dir);
+    (plan, engine)
+}
+
+/// `p4_underlay` rows as (switch, network, length, port).
+fn underlay(
+    plan: &netc_compiler::plan::Plan,
+    e: &crate::engine::Engine,
+) -> Vec<(String, u32, u8, i64)> {
+    use netc_compiler::value::Value;
+    let r = plan.relation_id("p4_underlay").expect("p4_underlay");
+    e.contents(r)
+        .iter()
+        .map(|row| match (&row[0], &row[1], &row[2]) {
+            (Value::Symbol(s), Value::Prefix4(a, l), Value::Number(p)) => {
+                (s.as_str().to_string(), *a, *l, *p)
+            }
+            other => panic!("unexpected p4_underlay row {other:?}"),
+        })
+        .collect()
+}
+
+#[test]
+fn the_underlay_routes_racks_and_reaches_every_host_as_per_host_routes_did() {
+    let p = Params {
+        k: 4,
+        hosts: 20,
+        tenants: 2,
+        vms_per_tenant: 4,
+        vips: 2,
+        mcast_groups: 0,
+        nf_chains: 0,
+        flows: 0,
+        ..Params::preset(Preset::S)
+    };
+    let s = generate(&p).expect("valid params");
+    let (plan, racks) = evaluate_generated(&p, &[]);
+    let (_, per_host) = evaluate_generated(&p, &["tor_prefix("]);
+    let with_racks = underlay(&plan, &racks);
+    let reference = underlay(&plan, &per_host);
+    let t = &s.topo;
+    // one entry per other switch's loopback, per other ToR's rack, per own host
+    for (i, sw) in t.switches.iter().enumerate() {
+        let is_tor = t.tors.contains(&i);
+        let own_hosts = t.hosts.iter().filter(|h| h.tor == i).count();
+        let rows = with_racks.iter().filter(|r| r.0 == sw.name).count();
+        let expected = (t.switches.len() - 1) + (t.tors.len() - usize::from(is_tor)) + own_hosts;
+        assert_eq!(rows, expected, "{}", sw.name);
+        // and no host /32 away from the host's ToR
+        for h in t.hosts.iter().filter(|h| h.tor != i) {
+            assert!(
+                !with_racks
+                    .iter()
+                    .any(|r| r.0 == sw.name && r.1 == h.ip && r.2 == 32),
+                "{} holds a /32 for {}",
+                sw.name,
+                h.name
+            );
+        }
+    }
+    // longest-prefix match over the rack routes sends every host's address
+    // out of the port its own /32 used without racks
+    let lpm = |sw: &str, addr: u32| {
+        with_racks
+            .iter()
+            .filter(|r| r.0 == sw && (r.2 == 0 || (addr ^ r.1) >> (32 - u32::from(r.2)) == 0))
+            .max_by_key(|r| r.2)
+            .map(|r| r.3)
+    };
+    let mut checked = 0;
+    for r in reference.iter().filter(|r| r.2 == 32) {
+        assert_eq!(lpm(&r.0, r.1), Some(r.3), "{} to {:#x}", r.0, r.1);
+        checked += 1;
+    }
+    assert_eq!(checked, reference.len(), "the reference holds only /32s");
+    assert!(
+        checked > t.switches.len() * t.hosts.len(),
+        "every host on every other switch"
+    );
+}

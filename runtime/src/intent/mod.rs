@@ -109,19 +109,32 @@ pub fn write_relations(plan: &Plan, engine: &Engine, dir: &Path) -> std::io::Res
     Ok(n)
 }
 
-/// Renders every device's artifacts with every target and writes them under `dir`.
+/// Renders every device's artifacts with every target and writes them under
+/// `dir` (the files `netc_targets::render_all` gives). One target at a time,
+/// holding only the rows it consumes, and each device's files written as
+/// soon as they are rendered: at 100k VMs the rows and the text are GBs.
 pub fn write_artifacts(plan: &Plan, engine: &Engine, dir: &Path) -> Result<usize, ArtifactError> {
-    let devices =
-        netc_targets::group_by_device(plan, &located_outputs(plan), |r| engine.contents(r));
-    let artifacts = netc_targets::render_all(&devices)?;
-    for a in &artifacts {
-        let path = dir.join(&a.path);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)?;
+    let located = located_outputs(plan);
+    let mut written = 0;
+    for target in netc_targets::renderers() {
+        let consumed: Vec<RelId> = located
+            .iter()
+            .copied()
+            .filter(|&r| target.consumes(&plan.relations[r].name))
+            .collect();
+        let devices = netc_targets::group_by_device(plan, &consumed, |r| engine.contents(r));
+        for (device, rows) in &devices {
+            for a in target.render(device, rows)? {
+                let path = dir.join(&a.path);
+                if let Some(parent) = path.parent() {
+                    std::fs::create_dir_all(parent)?;
+                }
+                std::fs::write(path, &a.contents)?;
+                written += 1;
+            }
         }
-        std::fs::write(path, &a.contents)?;
     }
-    Ok(artifacts.len())
+    Ok(written)
 }
 
 /// A device's rows could not be rendered, or the files not written.
