@@ -6,7 +6,7 @@
     python3 bench/suite.py --quick --skip-build             # S only, 50 changes per kind (CI-sized)
 
 Everything below runs in ONE invocation, so the figures are comparable:
-  per preset (S, then M):
+  per preset (S; then M and L):
     1. `netc gen --preset P` (seed 1);
     2. full compile: `netc compile --out DIR` (intent -> every artifact on disk),
        wall, CPU and peak RSS from wait4();
@@ -17,9 +17,11 @@ Everything below runs in ONE invocation, so the figures are comparable:
        where the scenario has that many (p50/p99, wall and CPU); then the same
        changes evaluated from scratch (one per kind: the ratio is the headline);
     4. verification, full and incremental: bench/verify/run.py;
-  then clingo on the same rules and facts for S and M (bench/clingo_intent.py),
-  flows vs VMs under the Hoverboard model at 1k / 10k / 100k VMs, and L last
-  (steps 1-4; L's warm phase only if its compile fits).
+  clingo on the same rules and facts for S and M (bench/clingo_intent.py), and
+  flows vs VMs under the Hoverboard model at 1k / 10k / 100k VMs. Order: S's
+  steps (small: they run while --lock is held by others), then M's and L's
+  compile and warm changes (L's only if its compile fits), the Hoverboard
+  points, verification of M and L, clingo on M.
 
 Every step is its own process group under `prlimit --as=<--cap-gb>` with a
 timeout, so a scenario that does not fit fails that step cleanly: its rc,
@@ -67,6 +69,8 @@ SEEDS_MS = {"Andromeda median update (30 partitions)": 184.0, "Ananta median VIP
 # Exit statuses that mean "an allocation failed under the address-space cap":
 # Rust aborts (SIGABRT) on a failed allocation; the kernel's OOM killer sends SIGKILL.
 OOM_RCS = (-6, 134, -9, 137)
+# Written into the --from-head snapshot: which commit its last build was of (reported by --skip-build).
+SNAPSHOT_MARK = ".netc-suite-snapshot"
 
 
 def log(msg: str) -> None:
@@ -99,8 +103,9 @@ def head_snapshot(dest: Path) -> str:
             path.write_bytes(data)
             path.chmod(m.mode & 0o777)
     for path in dest.rglob("*"):
-        if path.is_file() and str(path.relative_to(dest)) not in keep:
+        if path.is_file() and str(path.relative_to(dest)) not in keep and path.name != SNAPSHOT_MARK:
             path.unlink()
+    (dest / SNAPSHOT_MARK).write_text(commit + "\n")
     return commit
 
 
@@ -275,8 +280,6 @@ class Suite:
             else:
                 res["warm"] = {"error": w["outcome"], **{k: v for k, v in w.items() if k != "stdout"}}
         self.save()
-        if preset in a.verify:
-            self.verification(preset, compiled=c["rc"] == 0)
 
     def verification(self, preset: str, compiled: bool) -> None:
         a = self.args
@@ -509,8 +512,10 @@ def main() -> int:
         build(src)
     elif not args.skip_build:
         build(ROOT)
-    elif args.skip_build:
-        source = f"prebuilt binaries in {target_dir() / 'release'} (run at {commit})"
+    else:
+        mark = target_dir() / "head-src" / SNAPSHOT_MARK
+        snap = f"; the last --from-head snapshot there was of {mark.read_text().strip()}" if mark.exists() else ""
+        source = f"prebuilt binaries in {target_dir() / 'release'} (tree at {commit}{snap})"
 
     with tempfile.TemporaryDirectory(prefix="netc-suite-") as tmp:
         work = Path(tmp)
@@ -548,18 +553,28 @@ def main() -> int:
         suite.save()
         log(f"binaries: {source}; JSON (rewritten after every step): {out}")
         # Cheapest and most informative first; L last, since it may not fit or may take longest.
-        for pr in (x for x in ran if x != "L"):
+        # S's steps first (they run while others may hold --lock); then, under the lock, the steps
+        # the targets hang on before the longer references: M and L compile + warm changes, the
+        # Hoverboard points, verification of M (and L), clingo on M.
+        def compiled(pr: str) -> bool:
+            return any(r["preset"] == pr and r["compile"].get("rc") == 0 for r in doc["presets"])
+
+        if "S" in ran:
+            suite.preset("S")
+            if "S" in args.verify:
+                suite.verification("S", compiled("S"))
+        if "S" in args.clingo:
+            suite.clingo("S")
+        for pr in (x for x in ran if x != "S"):
             suite.preset(pr)
-            if pr in args.clingo:
-                suite.clingo(pr)
-        for pr in (x for x in args.clingo if x not in ran):
-            suite.clingo(pr)
         if args.hoverboard_vms:
             if max(args.hoverboard_vms) > 10000:
                 suite.big_memory()
             suite.hoverboard()
-        if "L" in ran:
-            suite.preset("L")
+        for pr in (x for x in ran if x != "S" and x in args.verify):
+            suite.verification(pr, compiled(pr))
+        for pr in (x for x in args.clingo if x != "S"):
+            suite.clingo(pr)
         for r in doc["presets"]:
             if "changes" in r.get("warm", {}):
                 r["speedup"] = speedups(r["warm"])
