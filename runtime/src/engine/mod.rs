@@ -10,8 +10,8 @@
 //! - `validate.rs`: checks the plan's invariants (PLAN-SLOTS, PLAN-STRATA,
 //!   PLAN-RECURSIVE) and user rows before anything runs.
 //! - `driver.rs`: the timely worker threads, epochs, capture and shutdown.
-//! - `render.rs`: plan → dataflow on one worker (inputs, strata, loops,
-//!   capture).
+//! - `render.rs`: plan → dataflows on one worker, one per stratum (its
+//!   input, loops, capture), each run only when something it reads changed.
 //! - `body.rs`: rule bodies (joins, negation, filters, binds, aggregates),
 //!   carrying only live slots and fusing each join with what follows it.
 //! - `arrange.rs`: arrangement types and the per-scope sharing cache.
