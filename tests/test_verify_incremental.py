@@ -113,6 +113,22 @@ def same_report(full: dict, inc: dict) -> None:
         assert inc["stats"][k] == full["stats"][k], k
 
 
+def mutant_incremental_equals_full(netc_bin: str, intent: Path, good: Path, bad: Path, invariant: str,
+                                   reverse: bool) -> dict:
+    """Verify the change good -> bad (or bad -> good when `reverse`) in full and
+    with --since; the reports must be equal and name `invariant` violated
+    when breaking. Returns the incremental report."""
+    old, new = (bad, good) if reverse else (good, bad)
+    rc_full, full, err = verify(netc_bin, ["--artifacts", str(new), str(intent)])
+    rc_inc, inc, err2 = verify(netc_bin, ["--artifacts", str(new), "--since", str(old), str(intent)])
+    assert rc_full == (0 if reverse else 1), err
+    assert rc_inc == rc_full, err2
+    same_report(full, inc)
+    if not reverse:
+        assert {v["invariant"]: v["status"] for v in inc["verdicts"]}[invariant] == "violated"
+    return inc
+
+
 @pytest.fixture(scope="module")
 def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("incremental")
@@ -142,15 +158,7 @@ def test_violating_change_incremental_equals_full(netc_bin: str, work: Path, mut
         shutil.copytree(good, bad)
         shutil.rmtree(bad / "ovs", ignore_errors=True)
         mutant[2](bad)
-    old, new = (bad, good) if reverse else (good, bad)
-    rc_full, full, err = verify(netc_bin, ["--artifacts", str(new), str(intent)])
-    rc_inc, inc, err2 = verify(netc_bin, ["--artifacts", str(new), "--since", str(old), str(intent)])
-    assert rc_full == (0 if reverse else 1), err
-    assert rc_inc == rc_full, err2
-    same_report(full, inc)
-    if not reverse:
-        st_ = {v["invariant"]: v["status"] for v in inc["verdicts"]}
-        assert st_[mutant[3]] == "violated"
+    mutant_incremental_equals_full(netc_bin, intent, good, bad, mutant[3], reverse)
 
 
 def test_acl_change_rechecks_only_its_tenant(netc_bin: str, work: Path) -> None:
@@ -259,14 +267,7 @@ def test_table_fault_on_one_instance_incremental_equals_full(
     if not bad.exists():
         shutil.copytree(good, bad)
         mutant[2](bad)
-    old, new = (bad, good) if reverse else (good, bad)
-    rc_full, full, err = verify(netc_bin, ["--artifacts", str(new), str(intent)])
-    rc_inc, inc, err2 = verify(netc_bin, ["--artifacts", str(new), "--since", str(old), str(intent)])
-    assert rc_full == (0 if reverse else 1), err
-    assert rc_inc == rc_full, err2
-    same_report(full, inc)
-    if not reverse:
-        assert {v["invariant"]: v["status"] for v in inc["verdicts"]}[mutant[3]] == "violated"
+    inc = mutant_incremental_equals_full(netc_bin, intent, good, bad, mutant[3], reverse)
     u = inc["stats"]["incremental"]
     assert not u["full"] and u["bridges_rebuilt"] == 0, u
     assert any(r.startswith(mutant[3]) for r in u["tables_rerun"]), u

@@ -447,24 +447,19 @@ mod tests {
 
     #[test]
     fn a_change_that_does_not_fit_a_set_is_named() {
-        let mut set = RowSet::for_relation(&relation(&[
+        let rel = relation(&[
             Prim::Number,
             Prim::Symbol,
             Prim::Prefix4,
             Prim::Mac,
             Prim::Float,
-        ]));
+        ]);
+        let mut set = RowSet::for_relation(&rel);
         let (x, y) = (tuple(1, 1), tuple(2, 2));
         assert_eq!(set.apply(&[(&x, 1), (&y, 1)]), Ok(()));
         // merge path (batch > an eighth of the set): inserting a present row
         assert_eq!(set.apply(&[(&y, -1), (&x, 1)]), Err(1));
-        let mut set = RowSet::for_relation(&relation(&[
-            Prim::Number,
-            Prim::Symbol,
-            Prim::Prefix4,
-            Prim::Mac,
-            Prim::Float,
-        ]));
+        let mut set = RowSet::for_relation(&rel);
         assert_eq!(set.apply(&[(&x, -1)]), Err(0));
         assert_eq!(set.apply(&[(&x, 1), (&x, -1), (&x, -1)]), Err(2));
     }
