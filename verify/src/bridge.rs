@@ -334,6 +334,20 @@ impl Bridge {
         }
     }
 
+    /// The size of the lookup cache: (table lookups cached, flows listed
+    /// in them, BDD nodes they hold) — what a full verification's memory
+    /// beyond the flows is.
+    pub fn cache_size(&self) -> (usize, usize, usize) {
+        let cache = self.cache.borrow();
+        let listed = cache.values().map(|a| a.len()).sum();
+        let nodes = cache
+            .values()
+            .flat_map(|a| a.iter())
+            .map(|a| a.m.size() + a.shadow.size())
+            .sum();
+        (cache.len(), listed, nodes)
+    }
+
     /// Starts noting what runs read (until [`Bridge::recorded`]).
     pub fn record(&self) {
         *self.reads.borrow_mut() = Some(Reads::default());

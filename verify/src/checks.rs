@@ -170,7 +170,17 @@ pub struct VmChecked {
 pub fn run(net: &Network, policy: &Policy, limit: usize) -> PathResults {
     let shared = Shared::new(&net.space, policy);
     let mut res = PathResults::default();
+    // a diagnostic for runs too long to wait for: VMs done so far, on stderr
+    let progress = std::env::var_os("NETC_VERIFY_CACHE_SIZES").is_some();
+    let t0 = std::time::Instant::now();
     for ai in 0..policy.vms.len() {
+        if progress && ai % 2000 == 0 {
+            eprintln!(
+                "paths: {ai} of {} VMs after {} ms",
+                policy.vms.len(),
+                t0.elapsed().as_millis()
+            );
+        }
         // nothing keeps a footprint here: the trace notes none
         let vm = &policy.vms[ai];
         let mut none = Footprint::unrecorded();

@@ -112,6 +112,9 @@ pub fn verify(input: &Input) -> Result<Report, VerifyError> {
         move |phase: &'static str| {
             let now = std::time::Instant::now();
             phases.insert(phase, (now - last).as_millis());
+            if std::env::var_os("NETC_VERIFY_CACHE_SIZES").is_some() {
+                eprintln!("phase {phase}: {} ms", (now - last).as_millis());
+            }
             last = now;
             phases.clone()
         }
@@ -120,11 +123,35 @@ pub fn verify(input: &Input) -> Result<Report, VerifyError> {
     lap("model");
     let res = checks::run(&net, input.policy, input.limit);
     lap("paths");
+    if std::env::var_os("NETC_VERIFY_CACHE_SIZES").is_some() {
+        cache_sizes(&net);
+    }
     let found = TableFindings::check(&net, input);
     lap("tables");
     let mut report = assemble(&net, input, &res, found, t0);
     report.stats.phases = lap("report");
     Ok(report)
+}
+
+/// Prints (stderr) the bridges whose lookup caches are largest: a
+/// diagnostic for where a full verification's memory goes.
+fn cache_sizes(net: &Network) {
+    let mut sizes: Vec<(usize, usize, usize, &str)> = net
+        .bridges
+        .iter()
+        .map(|b| {
+            let (keys, listed, nodes) = b.cache_size();
+            (nodes, keys, listed, b.name.as_str())
+        })
+        .collect();
+    sizes.sort_unstable_by(|a, b| b.cmp(a));
+    let total: usize = sizes.iter().map(|s| s.0).sum();
+    eprintln!(
+        "lookup caches: {total} BDD nodes in all (largest bridges: nodes, lookups, flows listed)"
+    );
+    for (nodes, keys, listed, name) in sizes.iter().take(12) {
+        eprintln!("  {name}: {nodes} nodes, {keys} lookups, {listed} flows listed");
+    }
 }
 
 /// What the checks on tables (not on paths) found, uncapped.

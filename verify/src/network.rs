@@ -312,12 +312,13 @@ impl Network {
                     .insert(key, (ip_at(v, 3).ok_or_else(bad)?, dmac, id));
             }
         }
-        // An announced HMux takes the address from the SMuxes.
+        // An announced HMux takes the address from the SMuxes. (Looked up
+        // in a set: scanning every VIP entry per announcement was quadratic,
+        // most of the model's build at 100k VMs.)
+        let held: std::collections::HashSet<(&str, u32)> =
+            n.lb_vip.keys().map(|k| (k.0.as_str(), k.2)).collect();
         for (ip, sw) in &announced {
-            if sw
-                .iter()
-                .any(|s| n.lb_vip.keys().any(|k| &k.0 == s && k.2 == *ip))
-            {
+            if sw.iter().any(|s| held.contains(&(s.as_str(), *ip))) {
                 n.holders.insert(*ip, sw.clone());
             }
         }

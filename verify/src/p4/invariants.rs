@@ -136,7 +136,7 @@ impl SwitchIntent {
 
 /// A switch as its request installs it, and its symbolic ingress.
 struct Built {
-    sw: Switch,
+    sw: Arc<Switch>,
     model: Model,
 }
 
@@ -145,16 +145,24 @@ struct Built {
 /// again on every update although their requests rarely change; building a
 /// model is most of a check's cost, so a file whose bytes are unchanged
 /// (compared in full, not by a hash) reuses its model. Only the last
-/// check's switches are kept.
+/// check's switches are kept, and only up to [`MEMO_BUDGET`].
 type Memo = BTreeMap<std::path::PathBuf, (Vec<u8>, Arc<Built>)>;
 static BUILT: Mutex<Memo> = Mutex::new(BTreeMap::new());
 
+/// Bytes of `.txtpb` whose models the memo keeps: a model is several times
+/// its request's size, and holding all of them at once is what a full
+/// verification could not afford at 100k VMs (502 switches, 331 MB of
+/// requests); past the budget a model is built, checked and dropped.
+const MEMO_BUDGET: usize = 64 << 20;
+
 /// The switches of `dir/p4/`, decoded and applied (as `read_switches` did),
-/// each with its model.
+/// in file order; `visit` sees each with its model (index, switch, model)
+/// before the next is built, so only the memo's models live at once.
 fn switches(
     dir: &std::path::Path,
     info: &super::request::P4Info,
-) -> Result<Vec<Arc<Built>>, ArtifactError> {
+    mut visit: impl FnMut(usize, &Switch, &Model),
+) -> Result<Vec<Arc<Switch>>, ArtifactError> {
     let p4_dir = dir.join("p4");
     let Ok(rd) = std::fs::read_dir(&p4_dir) else {
         return Ok(Vec::new());
@@ -168,8 +176,9 @@ fn switches(
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
     let mut kept = Memo::new();
+    let mut budget = MEMO_BUDGET;
     let mut out = Vec::new();
-    for path in files {
+    for (i, path) in files.into_iter().enumerate() {
         let bytes = std::fs::read(&path).map_err(|e| ArtifactError {
             at: path.display().to_string(),
             message: format!("cannot read: {e}"),
@@ -190,11 +199,18 @@ fn switches(
                     hint: None,
                 })?;
                 let model = Model::build(&sw, info);
-                Arc::new(Built { sw, model })
+                Arc::new(Built {
+                    sw: Arc::new(sw),
+                    model,
+                })
             }
         };
-        kept.insert(path, (bytes, built.clone()));
-        out.push(built);
+        visit(i, &built.sw, &built.model);
+        out.push(built.sw.clone());
+        if bytes.len() <= budget {
+            budget -= bytes.len();
+            kept.insert(path, (bytes, built));
+        }
     }
     *memo = kept;
     Ok(out)
@@ -307,19 +323,15 @@ pub fn check(a: &Artifacts, policy: &Policy) -> Checked {
     let Ok(info) = super::p4info() else {
         return done;
     };
-    // a switch directory that does not read was reported when it loaded
-    let Ok(built) = switches(&a.dir, &info) else {
-        return done;
-    };
-    let sws: Vec<&Switch> = built.iter().map(|b| &b.sw).collect();
     let si = &policy.switches;
     let mut instances = smux_instances(a);
-    for (i, b) in built.iter().enumerate() {
-        let model = &b.model;
-        done.outcomes += model.outcomes.len();
+    let mut outcomes = 0;
+    // one switch at a time: its model is checked, then (past the memo) dropped
+    let built = switches(&a.dir, &info, |i, sw, model| {
+        outcomes += model.outcomes.len();
         instances.extend(switch_instances(i, model));
         let mut c = Ctx {
-            sw: &b.sw,
+            sw,
             model,
             info: &info,
             out: &mut out,
@@ -328,7 +340,13 @@ pub fn check(a: &Artifacts, policy: &Policy) -> Checked {
         multicast(&mut c, policy);
         blackholes(&mut c, si);
         routes(&mut c, si);
-    }
+    });
+    // a switch directory that does not read was reported when it loaded
+    let Ok(built) = built else {
+        return done;
+    };
+    done.outcomes = outcomes;
+    let sws: Vec<&Switch> = built.iter().map(|b| b.as_ref()).collect();
     affinity(&sws, &info, &instances, &mut out);
     done.switches = sws.len();
     done.counterexamples = out;
