@@ -11,6 +11,7 @@
 //! a hint that leaves out a change makes the incremental report wrong.
 
 use crate::artifacts::{Artifacts, FlowText, GroupText, Row};
+use crate::incremental::{same_flow_text, same_group_text};
 use std::collections::{BTreeSet, HashMap};
 
 /// What may differ between the current generation and the next.
@@ -92,16 +93,11 @@ pub(crate) fn same<T>(a: Option<&Vec<T>>, b: Option<&Vec<T>>, eq: impl Fn(&T, &T
 
 /// Equal text and `file:line`.
 fn same_flow(a: &FlowText, b: &FlowText) -> bool {
-    a.table == b.table
-        && a.priority == b.priority
-        && a.cookie == b.cookie
-        && a.matches == b.matches
-        && a.actions == b.actions
-        && a.at == b.at
+    same_flow_text(a, b) && a.at == b.at
 }
 
 fn same_group(a: &GroupText, b: &GroupText) -> bool {
-    a.id == b.id && a.kind == b.kind && a.buckets == b.buckets && a.at == b.at
+    same_group_text(a, b) && a.at == b.at
 }
 
 /// Rows equal in order, values and `file:line` (which counterexamples cite).

@@ -764,7 +764,7 @@ fn bridge_change(
 }
 
 /// Equal text (`file:line` aside).
-fn same_flow_text(a: &FlowText, b: &FlowText) -> bool {
+pub(crate) fn same_flow_text(a: &FlowText, b: &FlowText) -> bool {
     a.table == b.table
         && a.priority == b.priority
         && a.cookie == b.cookie
@@ -772,7 +772,7 @@ fn same_flow_text(a: &FlowText, b: &FlowText) -> bool {
         && a.actions == b.actions
 }
 
-fn same_group_text(a: &GroupText, b: &GroupText) -> bool {
+pub(crate) fn same_group_text(a: &GroupText, b: &GroupText) -> bool {
     a.id == b.id && a.kind == b.kind && a.buckets == b.buckets
 }
 
