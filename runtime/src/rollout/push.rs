@@ -230,15 +230,10 @@ fn run_p4client(
         // program's entries are not compared (an error naming it)
         cmd.arg("--check-pipeline");
     }
-    let result = match run_within(&mut cmd, Duration::from_secs(d.timeout_secs)) {
-        Ok(f) if f.status.code() == Some(P4CLIENT_FOREIGN_PROGRAM) => {
-            let _ = std::fs::remove_file(&file);
-            let reason = client_outcome(f).err().unwrap_or_default();
-            return Err(PushError {
-                foreign_program: true,
-                ..error(t, reason)
-            });
-        }
+    let run = run_within(&mut cmd, Duration::from_secs(d.timeout_secs));
+    let foreign_program =
+        matches!(&run, Ok(f) if f.status.code() == Some(P4CLIENT_FOREIGN_PROGRAM));
+    let result = match run {
         Ok(f) => client_outcome(f),
         Err(RunError::Spawn(e)) => Err(format!(
             "cannot run `{} -m p4client`: {e} (install Python 3 and targets/p4client's requirements)",
@@ -251,7 +246,10 @@ fn run_p4client(
         )),
     };
     let _ = std::fs::remove_file(&file);
-    result.map_err(|e| error(t, e))
+    result.map_err(|e| PushError {
+        foreign_program,
+        ..error(t, e)
+    })
 }
 
 /// `p4client`'s exit code for a switch running another program
