@@ -298,3 +298,33 @@ def test_capacity_cut_on_one_switch_caught_incrementally(netc_bin: str, work: Pa
     same_report(full, inc)
     u = inc["stats"]["incremental"]
     assert u["tables_rerun"] == ["CAP-1"] and u["retraced"] == 0 and u["bridges_rebuilt"] == 0, u
+
+
+# ------------------------------------------------ an ACL change re-runs only the pair checks
+
+# The update keeps each VM's delivered sets (`VmChecked::delivered`) and, for
+# a change of its tenant's ACLs alone, re-runs REACH-1/ACL-1 on them without
+# re-tracing or re-checking any outcome. The artifacts stay those of the
+# other intent, so the pairs disagree with the new ACLs: a deny the flows do
+# not enforce (ACL-1) or, reversed, an allow the flows drop (REACH-1). Pair
+# checks skipped, or read from stale or wrongly cut sets, would keep the old
+# (proven) verdict.
+@pytest.mark.parametrize(
+    ("deny_first", "violated"), [(False, "ACL-1"), (True, "REACH-1")], ids=["deny-added", "deny-removed"]
+)
+def test_acl_change_without_new_artifacts_rereads_only_the_pairs(
+    netc_bin: str, work: Path, deny_first: bool, violated: str
+) -> None:
+    deny = add_acl("acme", 300, "10.1.1.0/24", 80, False)
+    plain_intent, plain = compile_text(netc_bin, BASE, work)
+    deny_intent, denied = compile_text(netc_bin, deny, work)
+    old_intent, old, new_intent = (deny_intent, denied, plain_intent) if deny_first else (plain_intent, plain, deny_intent)
+    rc_full, full, err = verify(netc_bin, ["--artifacts", str(old), str(new_intent)])
+    rc_inc, inc, err2 = verify(
+        netc_bin, ["--artifacts", str(old), "--since", str(old), "--since-intent", str(old_intent), str(new_intent)]
+    )
+    assert rc_full == 1 and {v["invariant"]: v["status"] for v in full["verdicts"]}[violated] == "violated", err
+    assert rc_inc == 1, err2
+    same_report(full, inc)
+    u = inc["stats"]["incremental"]
+    assert not u["full"] and u["retraced"] == 0 and u["bridges_rebuilt"] == 0 and u["rechecked"] >= 2, u

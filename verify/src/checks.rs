@@ -164,6 +164,30 @@ pub struct VmChecked {
     /// The trace's outcomes ([`normalize`]d), which the checks read: kept so
     /// an update can replace only the part of the packets a change touched.
     pub traced: Vec<Outcome>,
+    /// How many of `violations` (the first ones) the outcome checks found;
+    /// ISO-3 and the pair checks follow them.
+    pub outcome_violations: usize,
+    /// What the outcome checks found that ISO-3 and the pair checks read
+    /// ([`OutcomeChecks`]): kept so a change of the tenant's ACLs re-runs
+    /// only the pairs, and a partial re-trace combines only its own packets.
+    pub spoof: Bdd,
+    pub delivered: BTreeMap<usize, Bdd>,
+}
+
+/// What the checks of each outcome (ISO-1, ISO-2, the forged packets of
+/// ISO-3) found for one sending VM, and the packets it delivered to each
+/// peer, which REACH-1/ACL-1 compare with the ACLs. Every set here is a
+/// union over outcomes of the outcome's packets intersected with a set
+/// fixed by the policy, so for disjoint parts of a VM's packets it is the
+/// union of the parts' (what `incremental.rs` relies on).
+pub struct OutcomeChecks {
+    /// ISO-1/ISO-2 violations, in outcome order.
+    pub violations: Vec<Violation>,
+    /// Packets leaving alive with a source address that is not the VM's own.
+    pub spoof: Bdd,
+    /// Per peer VM (index into `policy.vms`): the IPv4 packets delivered to
+    /// its port and address with source and destination unrewritten.
+    pub delivered: BTreeMap<usize, Bdd>,
 }
 
 /// Runs every path invariant.
@@ -251,20 +275,75 @@ pub fn evaluate<'p>(
     outs: Vec<Outcome>,
     fp: Footprint,
 ) -> VmChecked {
-    let space = &net.space;
+    let found = check_outcomes(net, policy, shared, ai, &outs);
+    conclude(&net.space, policy, shared, ai, found, outs, fp)
+}
+
+/// ISO-3 and the pair checks (REACH-1, ACL-1) of VM `ai`, given what the
+/// checks of its outcomes `outs` found.
+pub fn conclude<'p>(
+    space: &Space,
+    policy: &'p Policy,
+    shared: &Shared<'p>,
+    ai: usize,
+    found: OutcomeChecks,
+    outs: Vec<Outcome>,
+    fp: Footprint,
+) -> VmChecked {
     let a = &policy.vms[ai];
+    let OutcomeChecks {
+        violations,
+        spoof,
+        delivered,
+    } = found;
     let mut res = VmChecked {
-        violations: Vec::new(),
+        outcome_violations: violations.len(),
+        violations,
         outcomes: outs.len(),
         pairs: 0,
-        footprint: Footprint::default(),
+        footprint: fp,
         traced: Vec::new(),
+        spoof: space.none(),
+        delivered: BTreeMap::new(),
     };
+    if !spoof.is_false() {
+        res.violations.push(Violation {
+            invariant: "ISO-3",
+            summary: format!(
+                "{}/{} can send packets with a source address that is not its own",
+                a.tenant, a.name
+            ),
+            from: ai,
+            set: spoof.clone(),
+            to: None,
+        });
+    }
+    let ok_src = legit(space, a);
+    let res = pairs(space, policy, shared, ai, &delivered, &ok_src, res);
+    VmChecked {
+        traced: outs,
+        spoof,
+        delivered,
+        ..res
+    }
+}
+
+/// The checks of each outcome of VM `ai` ([`OutcomeChecks`]).
+pub fn check_outcomes<'p>(
+    net: &Network,
+    policy: &'p Policy,
+    shared: &Shared<'p>,
+    ai: usize,
+    outs: &[Outcome],
+) -> OutcomeChecks {
+    let space = &net.space;
+    let a = &policy.vms[ai];
+    let mut violations = Vec::new();
     let (multicast, ip) = (&shared.multicast, &shared.ip);
     let ok_src = legit(space, a);
     let mut spoof = space.none();
     let mut delivered: BTreeMap<usize, Bdd> = BTreeMap::new();
-    for o in &outs {
+    for o in outs {
         if matches!(o.end, End::Drop { .. }) {
             continue;
         }
@@ -279,7 +358,7 @@ pub fn evaluate<'p>(
         let target = shared.by_port.get(&(dev.as_str(), port)).copied();
         let Some(bi) = target else {
             if !(dev == &a.host && port == a.port) {
-                res.violations.push(Violation {
+                violations.push(Violation {
                     invariant: "ISO-1",
                     summary: format!(
                         "{}/{} reaches port {port} of {dev}, which no VM of the intent owns",
@@ -300,7 +379,7 @@ pub fn evaluate<'p>(
             } else {
                 ("ISO-2", mc)
             };
-            res.violations.push(Violation {
+            violations.push(Violation {
                 invariant: inv,
                 summary: format!(
                     "{}/{} (tenant {}) reaches {}/{} (tenant {})",
@@ -325,7 +404,7 @@ pub fn evaluate<'p>(
             }
             let bad = mc.and_not(&member_of);
             if !bad.is_false() && bi != ai {
-                res.violations.push(Violation {
+                violations.push(Violation {
                     invariant: "ISO-2",
                     summary: format!(
                         "a multicast packet of {}/{} reaches {}/{}, not an accepted member of that group",
@@ -350,23 +429,10 @@ pub fn evaluate<'p>(
             *e = e.or(&d);
         }
     }
-    if !spoof.is_false() {
-        res.violations.push(Violation {
-            invariant: "ISO-3",
-            summary: format!(
-                "{}/{} can send packets with a source address that is not its own",
-                a.tenant, a.name
-            ),
-            from: ai,
-            set: spoof,
-            to: None,
-        });
-    }
-    res.footprint = fp;
-    let res = pairs(space, policy, shared, ai, &delivered, &ok_src, res);
-    VmChecked {
-        traced: outs,
-        ..res
+    OutcomeChecks {
+        violations,
+        spoof,
+        delivered,
     }
 }
 

@@ -120,8 +120,11 @@ struct Changes {
     /// VMs (tenant, name) whose own record changed: traced again in full.
     vms: BTreeSet<(String, String)>,
     /// Tenants whose policy (VMs, vnets, ACLs, multicast, DSR) changed:
-    /// their VMs' outcomes are checked again.
+    /// their VMs' pair checks (REACH-1/ACL-1) run again.
     tenants: BTreeSet<String>,
+    /// Of those, tenants whose multicast groups changed, which the checks
+    /// of each outcome read (ISO-2): their VMs' outcomes are checked again.
+    mcast_tenants: BTreeSet<String>,
     /// VIPs or their backends changed: what a load-balancer hop exposes.
     exposures: bool,
 }
@@ -188,9 +191,12 @@ impl Changes {
         h
     }
 
-    /// Whether the checks must read a VM's (unchanged) outcomes again.
+    /// Whether the checks of each outcome must read a VM's (unchanged)
+    /// outcomes again: what they read besides the outcomes changed (the
+    /// owner of a port delivered to, the tenant's multicast groups, the
+    /// exposures a load-balancer hop may stand for).
     fn rereads(&self, vm: &Vm, outs: &[Outcome]) -> bool {
-        self.tenants.contains(&vm.tenant)
+        self.mcast_tenants.contains(&vm.tenant)
             || (!self.port_ids.is_empty()
                 && outs.iter().any(|o| match o.end {
                     End::Deliver { port } => self.port_ids.contains(&(o.device, port)),
@@ -564,22 +570,23 @@ impl Verifier {
                 };
                 c.traced = kept;
             }
-            if h.is_false() {
-                if ch.rereads(v, &c.traced) {
+            let reread = ch.rereads(v, &c.traced);
+            if h.is_false() && !reread && !ch.tenants.contains(&v.tenant) {
+                // nothing its checks read changed
+                let kept = match &new_index {
+                    None => Some(c),
+                    Some(m) => remap(c, ni, &self.policy, m),
+                };
+                checked.push(kept.unwrap_or_else(|| {
                     up.rechecked += 1;
-                    let (outs, fp) = (c.traced, c.footprint);
-                    checked.push(checks::evaluate(&self.net, &policy, &shared, ni, outs, fp));
-                } else {
-                    match &new_index {
-                        None => checked.push(c),
-                        Some(m) => checked.push(remap(c, ni, &self.policy, m)),
-                    }
-                }
+                    up.retraced += 1;
+                    checks::check_vm(&self.net, &policy, &shared, ni)
+                }));
                 continue;
             }
             up.rechecked += 1;
-            up.retraced += 1;
-            checked.push(self.splice(&policy, &shared, ni, c, &h));
+            up.retraced += usize::from(!h.is_false());
+            checked.push(self.recheck(&policy, &shared, ni, c, &h, reread, new_index.as_ref()));
         }
         drop(shared);
         let t2 = Instant::now();
@@ -614,20 +621,58 @@ impl Verifier {
     /// VM `ni`'s result with the packets of `h` traced again on the new
     /// network and every other packet's outcome kept (`c.traced`, already
     /// without `h`: it took a path the change did not touch), then checked
-    /// again.
-    fn splice<'p>(
+    /// again. The checks of each outcome run only on the new outcomes and
+    /// are combined with the kept ones' (their sets are unions over
+    /// outcomes: [`checks::OutcomeChecks`]) unless `reread` (what they read
+    /// besides the outcomes changed) or some outcome violates an invariant
+    /// (a violation is per outcome: re-found on the merged outcomes); the
+    /// pair checks run again.
+    #[allow(clippy::too_many_arguments)]
+    fn recheck<'p>(
         &self,
         policy: &'p Policy,
         shared: &Shared<'p>,
         ni: usize,
         c: VmChecked,
         h: &Bdd,
+        reread: bool,
+        new_index: Option<&HashMap<(&str, &str), usize>>,
     ) -> VmChecked {
-        let (new_outs, new_fp) = checks::trace_vm(&self.net, &policy.vms[ni], h.clone());
-        let mut outs = c.traced;
+        let (new_outs, new_fp) = match h.is_false() {
+            true => (Vec::new(), Footprint::default()),
+            false => checks::trace_vm(&self.net, &policy.vms[ni], h.clone()),
+        };
+        let fresh = checks::check_outcomes(&self.net, policy, shared, ni, &new_outs);
+        let combine =
+            !reread && fresh.violations.is_empty() && (h.is_false() || c.outcome_violations == 0);
+        let mut found = None;
+        if combine {
+            found = kept_checks(&c, ni, h, fresh, &self.policy, new_index);
+        }
+        let (outs, fp) = if h.is_false() {
+            (c.traced, c.footprint)
+        } else {
+            self.spliced(c.traced, c.footprint, h, new_outs, new_fp)
+        };
+        match found {
+            Some(found) => checks::conclude(&self.net.space, policy, shared, ni, found, outs, fp),
+            None => checks::evaluate(&self.net, policy, shared, ni, outs, fp),
+        }
+    }
+
+    /// The kept outcomes (without `h`) and the new ones (of `h`) as one
+    /// normalized list, and the footprint of both.
+    fn spliced(
+        &self,
+        kept: Vec<Outcome>,
+        mut fp: Footprint,
+        h: &Bdd,
+        new_outs: Vec<Outcome>,
+        new_fp: Footprint,
+    ) -> (Vec<Outcome>, Footprint) {
+        let mut outs = kept;
         outs.extend(new_outs);
         let outs = checks::normalize(outs);
-        let mut fp = c.footprint;
         fp.without(h);
         fp.merge(new_fp);
         fp.ports = outs
@@ -639,26 +684,87 @@ impl Verifier {
                 _ => None,
             })
             .collect();
-        checks::evaluate(&self.net, policy, shared, ni, outs, fp)
+        (outs, fp)
     }
 }
 
-/// A kept result, its VM indices moved to the new policy's.
+/// The outcome checks of VM `ni` on its kept outcomes (`c`'s, without the
+/// packets of `h`) combined with `fresh` (those of `h`'s new outcomes), at
+/// the new policy's VM indices; `None` if a peer it names is gone.
+fn kept_checks(
+    c: &VmChecked,
+    ni: usize,
+    h: &Bdd,
+    fresh: checks::OutcomeChecks,
+    old: &Policy,
+    new_index: Option<&HashMap<(&str, &str), usize>>,
+) -> Option<checks::OutcomeChecks> {
+    let moved = |i: usize| match new_index {
+        None => Some(i),
+        Some(m) => moved_vm(i, old, m),
+    };
+    let cut = |b: &Bdd| {
+        if h.is_false() {
+            b.clone()
+        } else {
+            b.and_not(h)
+        }
+    };
+    let mut violations = Vec::with_capacity(c.outcome_violations);
+    for v in &c.violations[..c.outcome_violations] {
+        let to = match v.to {
+            Some(t) => Some(moved(t)?),
+            None => None,
+        };
+        violations.push(checks::Violation {
+            from: ni,
+            to,
+            ..v.clone()
+        });
+    }
+    let mut delivered = fresh.delivered;
+    for (&i, b) in &c.delivered {
+        let b = cut(b);
+        if b.is_false() {
+            continue;
+        }
+        crate::bridge::union_into(&mut delivered, moved(i)?, &b);
+    }
+    Some(checks::OutcomeChecks {
+        violations,
+        spoof: cut(&c.spoof).or(&fresh.spoof),
+        delivered,
+    })
+}
+
+/// VM `i` of `old` at its index in the new policy.
+fn moved_vm(i: usize, old: &Policy, new_index: &HashMap<(&str, &str), usize>) -> Option<usize> {
+    let vm = old.vms.get(i)?;
+    new_index
+        .get(&(vm.tenant.as_str(), vm.name.as_str()))
+        .copied()
+}
+
+/// A kept result, its VM indices moved to the new policy's; `None` if a
+/// VM it names is gone (then it reads a changed port: not kept).
 fn remap(
     mut c: VmChecked,
     ni: usize,
     old: &Policy,
     new_index: &HashMap<(&str, &str), usize>,
-) -> VmChecked {
+) -> Option<VmChecked> {
     for v in &mut c.violations {
         v.from = ni;
-        v.to = v.to.and_then(|t| old.vms.get(t)).and_then(|vm| {
-            new_index
-                .get(&(vm.tenant.as_str(), vm.name.as_str()))
-                .copied()
-        });
+        v.to = match v.to {
+            Some(t) => Some(moved_vm(t, old, new_index)?),
+            None => None,
+        };
     }
-    c
+    c.delivered = std::mem::take(&mut c.delivered)
+        .into_iter()
+        .map(|(i, b)| Some((moved_vm(i, old, new_index)?, b)))
+        .collect::<Option<_>>()?;
+    Some(c)
 }
 
 impl BridgeChange {
@@ -902,7 +1008,11 @@ fn policy_changes(old: &Policy, new: &Policy, same_vms: bool, ch: &mut Changes) 
             tenants.insert(t.clone());
         }
     }
-    differing(&old.mcast, &new.mcast, |(t, _)| tenants.insert(t.clone()));
+    let mcast_tenants = &mut ch.mcast_tenants;
+    differing(&old.mcast, &new.mcast, |(t, _)| {
+        tenants.insert(t.clone());
+        mcast_tenants.insert(t.clone())
+    });
     for (t, ..) in old.dsr.symmetric_difference(&new.dsr) {
         tenants.insert(t.clone());
     }
