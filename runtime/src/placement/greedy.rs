@@ -65,6 +65,11 @@ pub enum Outcome {
 pub struct Step {
     pub item: Item,
     pub outcome: Outcome,
+    /// For a placed endpoint: a lower bound of every feasible candidate's
+    /// MRU when it was decided (the best's MRU − [`EPS`]); what
+    /// `reuse.rs` needs to confirm the decision later without re-deciding.
+    /// −∞ otherwise.
+    pub floor: f64,
 }
 
 /// Resources of one run: switch tables and link capacities.
@@ -74,9 +79,9 @@ pub struct Ctx<'a> {
     /// Candidate switches in name order.
     pub switches: Vec<Sym>,
     index: BTreeMap<Sym, usize>,
-    free: Vec<Tables>,
+    pub(super) free: Vec<Tables>,
     /// Per link (Routes index): capacity_mbps × headroom.
-    cap: Vec<f64>,
+    pub(super) cap: Vec<f64>,
 }
 
 impl<'a> Ctx<'a> {
@@ -103,13 +108,13 @@ impl<'a> Ctx<'a> {
 
 /// Running totals: entries used per switch, Mbps per link, and the highest
 /// utilisation of any resource.
-struct State {
+pub(super) struct State {
     used: Vec<Tables>,
     link: Vec<f64>,
-    max_util: f64,
+    pub(super) max_util: f64,
 }
 
-fn util(used: f64, cap: f64) -> f64 {
+pub(super) fn util(used: f64, cap: f64) -> f64 {
     if cap > 0.0 {
         used / cap
     } else if used == 0.0 {
@@ -161,51 +166,113 @@ pub fn run(
     previous: &BTreeMap<Endpoint, Sym>,
     evaluated: &mut usize,
 ) -> Vec<Step> {
-    let mut state = State {
-        used: vec![[0; 3]; ctx.switches.len()],
-        link: vec![0.0; ctx.cap.len()],
-        max_util: 0.0,
-    };
-    let mut at: BTreeMap<Endpoint, usize> = BTreeMap::new();
-    let mut stopped = false;
-    let mut steps = Vec::with_capacity(order.len());
-    for s in prefix {
-        match &s.outcome {
-            Outcome::Placed(load) => {
-                add(&mut state, load);
-                at.insert(s.item.ep, load.switch);
-            }
-            Outcome::Stopped => stopped = true,
-            Outcome::Unplaced => {}
-        }
-        steps.push(s.clone());
-    }
-    state.max_util = scan_max(ctx, &state);
-    let mut scratch = Scratch::new(ctx.cap.len());
+    let mut r = Run::new(ctx, prefix, order.len());
     for item in &order[prefix.len()..] {
-        let outcome = if stopped {
-            Outcome::Unplaced
-        } else {
-            match decide(ctx, &state, &mut scratch, item, &at, previous, evaluated) {
-                Some(Some((load, mru))) => {
-                    add(&mut state, &load);
-                    state.max_util = mru;
-                    at.insert(item.ep, load.switch);
-                    Outcome::Placed(load)
-                }
-                Some(None) => {
-                    stopped = true;
-                    Outcome::Stopped
-                }
-                None => Outcome::Unplaced,
-            }
+        r.decide_next(item, previous, evaluated);
+    }
+    r.steps
+}
+
+/// One greedy run in progress: the steps so far and the resources they use.
+pub(super) struct Run<'c, 'a> {
+    ctx: &'c Ctx<'a>,
+    pub(super) state: State,
+    /// Endpoint -> switch index of the placed ones.
+    at: BTreeMap<Endpoint, usize>,
+    pub(super) stopped: bool,
+    pub(super) steps: Vec<Step>,
+    scratch: Scratch,
+}
+
+impl<'c, 'a> Run<'c, 'a> {
+    /// A run that starts with `prefix` (steps of an earlier run, kept as is).
+    pub(super) fn new(ctx: &'c Ctx<'a>, prefix: &[Step], capacity: usize) -> Run<'c, 'a> {
+        let mut r = Run {
+            ctx,
+            state: State {
+                used: vec![[0; 3]; ctx.switches.len()],
+                link: vec![0.0; ctx.cap.len()],
+                max_util: 0.0,
+            },
+            at: BTreeMap::new(),
+            stopped: false,
+            steps: Vec::with_capacity(capacity),
+            scratch: Scratch::new(ctx.cap.len()),
         };
-        steps.push(Step {
+        for s in prefix {
+            match &s.outcome {
+                Outcome::Placed(load) => {
+                    add(&mut r.state, load);
+                    r.at.insert(s.item.ep, load.switch);
+                }
+                Outcome::Stopped => r.stopped = true,
+                Outcome::Unplaced => {}
+            }
+            r.steps.push(s.clone());
+        }
+        r.state.max_util = scan_max(ctx, &r.state);
+        r
+    }
+
+    /// Decides `item` by the greedy's rules and appends its step.
+    pub(super) fn decide_next(
+        &mut self,
+        item: &Item,
+        previous: &BTreeMap<Endpoint, Sym>,
+        evaluated: &mut usize,
+    ) -> &Step {
+        let decided = if self.stopped {
+            None
+        } else {
+            decide(
+                self.ctx,
+                &self.state,
+                &mut self.scratch,
+                item,
+                &self.at,
+                previous,
+                evaluated,
+            )
+        };
+        match decided {
+            Some(Some((load, mru, floor))) => self.place(item, load, mru, floor),
+            Some(None) => {
+                self.stopped = true;
+                self.push(item, Outcome::Stopped, f64::NEG_INFINITY);
+            }
+            None => self.push(item, Outcome::Unplaced, f64::NEG_INFINITY),
+        }
+        self.steps.last().expect("a step was just pushed")
+    }
+
+    /// Appends `item` placed with `load`, the run's maximum utilisation
+    /// becoming `mru` (what [`decide`] returned, or a decision proven equal).
+    pub(super) fn place(&mut self, item: &Item, load: Load, mru: f64, floor: f64) {
+        add(&mut self.state, &load);
+        self.state.max_util = mru;
+        self.at.insert(item.ep, load.switch);
+        self.push(item, Outcome::Placed(load), floor);
+    }
+
+    fn push(&mut self, item: &Item, outcome: Outcome, floor: f64) {
+        self.steps.push(Step {
             item: item.clone(),
             outcome,
+            floor,
         });
     }
-    steps
+
+    /// The MRU of placing again exactly `load` (an endpoint's load at its
+    /// previous switch), bit for bit what [`decide`] computes for that
+    /// switch: its tables, then the links of the load. `None` if infeasible.
+    pub(super) fn mru_of(&self, load: &Load) -> Option<f64> {
+        let (ctx, state) = (self.ctx, &self.state);
+        let mut lru = need_util(ctx, state, &load.need, load.switch)?;
+        for &(l, x) in &load.links {
+            lru = lru.max(util(state.link[l] + x, ctx.cap[l]));
+        }
+        lru.is_finite().then_some(state.max_util.max(lru))
+    }
 }
 
 fn add(state: &mut State, load: &Load) {
@@ -240,7 +307,7 @@ fn decide(
     at: &BTreeMap<Endpoint, usize>,
     previous: &BTreeMap<Endpoint, Sym>,
     evaluated: &mut usize,
-) -> Option<Option<(Load, f64)>> {
+) -> Option<Option<(Load, f64, f64)>> {
     let vip = ctx.model.vips.get(&item.vip)?;
     let (spec, sources): (&EndpointSpec, Vec<(Sym, f64)>) = if item.tip {
         let vs = *at.get(&item.vip)?;
@@ -282,6 +349,9 @@ fn decide(
         _ => return Some(None),
     };
     let mut mru = best.mru;
+    // Every candidate not chosen has MRU >= the best's at its turn − EPS, and
+    // the best's MRU only falls as the scan goes (see reuse.rs).
+    let floor = best.mru - EPS;
     if let Some(&p) = previous.get(&item.ep).and_then(|p| ctx.index.get(p)) {
         let prev = table_util(ctx, state, spec, p)
             .and_then(|tab| score(ctx, state, scratch, spec, &sources, p, tab));
@@ -296,7 +366,7 @@ fn decide(
         }
     }
     let load = load_at(ctx, scratch, spec, &sources, chosen)?;
-    Some(Some((load, mru)))
+    Some(Some((load, mru, floor)))
 }
 
 /// A candidate's (MRU, LRU).
@@ -370,11 +440,16 @@ impl Scratch {
 /// The highest utilisation of `s`'s tables after adding `spec` (over the
 /// tables it uses); `None` if one of them has no capacity.
 fn table_util(ctx: &Ctx, state: &State, spec: &EndpointSpec, s: usize) -> Option<f64> {
+    need_util(ctx, state, &spec.need, s)
+}
+
+/// [`table_util`] of a table need.
+fn need_util(ctx: &Ctx, state: &State, need: &Tables, s: usize) -> Option<f64> {
     let mut t: f64 = 0.0;
     for i in 0..3 {
-        if spec.need[i] > 0 {
+        if need[i] > 0 {
             t = t.max(util(
-                (state.used[s][i] + spec.need[i]) as f64,
+                (state.used[s][i] + need[i]) as f64,
                 ctx.free[s][i] as f64,
             ));
         }

@@ -9,8 +9,10 @@
 //!   re-assignment (§2.3.2). It gets there by keeping every step before the
 //!   first endpoint whose position or input changed (those steps are a fixed
 //!   point of that run: same state, and the sticky rule keeps their switch)
-//!   and re-deciding the rest; [`UpdateStats`] says how many endpoints it
-//!   re-decided.
+//!   and going through the rest with `reuse.rs`: an endpoint whose previous
+//!   switch the sticky rule provably keeps is confirmed with that one
+//!   candidate, the others are re-decided over every switch;
+//!   [`UpdateStats`] says how many endpoints it re-decided and confirmed.
 //! - A change of the fabric or of the parameters re-decides every endpoint
 //!   ([`Placement::set_fabric`], [`Placement::set_params`]), still sticky.
 //! - The returned [`Delta`] is exactly the difference of `vip_placement`
@@ -19,6 +21,7 @@
 
 use super::greedy::{self, Ctx, Item, Outcome, Step};
 use super::model::{Endpoint, Fabric, Inputs, Model, Params, VipSpec};
+use super::reuse;
 use super::routes::Routes;
 use crate::engine::Transaction;
 use netc_compiler::plan::RelId;
@@ -63,8 +66,11 @@ impl Delta {
 pub struct UpdateStats {
     /// Position in greedy order of the first re-decided endpoint.
     pub replayed_from: usize,
-    /// Endpoints whose switch was evaluated (the work done).
+    /// Endpoints whose switch was evaluated over every candidate.
     pub evaluated: usize,
+    /// Endpoints whose previous switch was confirmed with one candidate
+    /// (`update` only).
+    pub confirmed: usize,
     /// Endpoints in greedy order.
     pub endpoints: usize,
 }
@@ -130,6 +136,16 @@ impl Placement {
         &self.stats
     }
 
+    /// Every endpoint in greedy order with its outcome (tests compare runs
+    /// step by step: same order, same switch, same load).
+    #[cfg(test)]
+    pub(super) fn outcomes(&self) -> Vec<(Endpoint, Outcome)> {
+        self.steps
+            .iter()
+            .map(|s| (s.item.ep, s.outcome.clone()))
+            .collect()
+    }
+
     /// Applies VIP changes and re-places what must move (see the module doc).
     pub fn update(&mut self, changes: Vec<VipChange>) -> Delta {
         let mut dirty = BTreeSet::new();
@@ -152,8 +168,28 @@ impl Placement {
         };
         let n = self.steps.len().min(order.len());
         let from = (0..n).find(|&i| !same(i)).unwrap_or(n);
-        let current = self.assignment.clone();
-        self.replay_order(order, from, &current)
+        let previous = std::mem::take(&mut self.assignment);
+        let ctx = Ctx::new(&self.model, &self.routes);
+        let mut work = reuse::Work::default();
+        let steps = reuse::rerun(
+            &ctx,
+            &order,
+            &self.steps,
+            from,
+            &dirty,
+            &previous,
+            &mut work,
+        );
+        let assignment = assignment_of(&ctx, &steps);
+        self.stats = UpdateStats {
+            replayed_from: from,
+            evaluated: work.evaluated,
+            confirmed: work.confirmed,
+            endpoints: order.len(),
+        };
+        self.steps = steps;
+        self.assignment = assignment;
+        diff(&previous, &self.assignment)
     }
 
     /// Replaces the fabric (switch capacities, links) and re-decides every
@@ -188,23 +224,29 @@ impl Placement {
         let ctx = Ctx::new(&self.model, &self.routes);
         let mut evaluated = 0;
         let steps = greedy::run(&ctx, &order, &self.steps[..from], previous, &mut evaluated);
-        let assignment: BTreeMap<Endpoint, Sym> = steps
-            .iter()
-            .filter_map(|s| match &s.outcome {
-                Outcome::Placed(l) => Some((s.item.ep, ctx.switches[l.switch])),
-                _ => None,
-            })
-            .collect();
+        let assignment = assignment_of(&ctx, &steps);
         let delta = diff(&self.assignment, &assignment);
         self.stats = UpdateStats {
             replayed_from: from,
             evaluated,
+            confirmed: 0,
             endpoints: order.len(),
         };
         self.steps = steps;
         self.assignment = assignment;
         delta
     }
+}
+
+/// Endpoint -> switch of the placed steps.
+fn assignment_of(ctx: &Ctx, steps: &[Step]) -> BTreeMap<Endpoint, Sym> {
+    steps
+        .iter()
+        .filter_map(|s| match &s.outcome {
+            Outcome::Placed(l) => Some((s.item.ep, ctx.switches[l.switch])),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The rows of `new` not in `old` and of `old` not in `new`.

@@ -17,7 +17,9 @@
 //! - `greedy.rs`: the greedy (decreasing traffic, lowest max resource
 //!   utilisation, stop at the first endpoint that fits nowhere, sticky δ);
 //! - `incremental.rs`: [`Placement`], computed once and then updated per VIP
-//!   change ([`Placement::update`] returns the minimal [`Delta`]).
+//!   change ([`Placement::update`] returns the minimal [`Delta`]);
+//! - `reuse.rs`: the update's re-run, confirming a later endpoint's previous
+//!   switch with one candidate where the sticky rule provably keeps it.
 //!
 //! [`place_into`] is what `netc compile`/`check` run (from
 //! `intent::evaluate`): after the first evaluation, unless the intent pins
@@ -32,6 +34,7 @@
 pub mod greedy;
 pub mod incremental;
 pub mod model;
+mod reuse;
 pub mod routes;
 
 #[cfg(test)]

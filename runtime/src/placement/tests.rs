@@ -511,6 +511,182 @@ proptest! {
     }
 }
 
+/// A VIP of `arb_model`'s fabric, with up to two TIPs (a two-level VIP).
+fn arb_vip() -> impl Strategy<Value = VipSpec> {
+    let names = ["a1", "a2", "c1", "t1", "t2", "t3"];
+    let tip = ((1i64..3, 1i64..8, 1i64..8), 3usize..6, 1i64..6);
+    (
+        (1i64..3, 1i64..12, 1i64..12),
+        prop::collection::btree_map(0usize..6, 1i64..8, 0..3),
+        prop::collection::btree_map(0usize..6, 0i64..6000, 0..3),
+        prop::collection::vec(tip, 0..3),
+        0u8..200,
+    )
+        .prop_map(move |((h, e, t), mem, tr, tips, salt)| VipSpec {
+            endpoint: EndpointSpec {
+                need: [h, e, t],
+                members: mem.into_iter().map(|(i, n)| (s(names[i]), n)).collect(),
+            },
+            traffic: tr.into_iter().map(|(i, m)| (s(names[i]), m)).collect(),
+            tips: tips
+                .into_iter()
+                .enumerate()
+                .map(|(k, ((h, e, t), tor, n))| {
+                    (
+                        Ipv4Addr::new(100, 65, salt, k as u8),
+                        EndpointSpec {
+                            need: [h, e, t],
+                            members: BTreeMap::from([(s(names[tor]), n)]),
+                        },
+                    )
+                })
+                .collect(),
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(150))]
+
+    /// A sequence of updates (VIPs added with or without TIPs, removed,
+    /// their traffic or DIPs changed, several at once) gives after each one
+    /// exactly the greedy's run from scratch on the new model with
+    /// previous = the placement before it (specs/intent.md §5): the same
+    /// steps in the same order, each with the same switch and load, the
+    /// same stop, and a delta that is the difference.
+    #[test]
+    fn updates_in_sequence_equal_the_sticky_run_from_scratch(
+        m in arb_model(),
+        edits in prop::collection::vec(
+            prop::collection::vec((1u8..16, prop::option::of(arb_vip())), 1..3),
+            1..6,
+        ),
+    ) {
+        let mut p = Placement::compute(m, &BTreeMap::new());
+        let mut confirmed = 0;
+        for edit in edits {
+            let before = p.assignment().clone();
+            let mut changes = Vec::new();
+            let mut seen = std::collections::BTreeSet::new();
+            for (d, spec) in edit {
+                if !seen.insert(d) {
+                    continue;
+                }
+                changes.push(match spec {
+                    Some(spec) => VipChange::Set(ip(d), spec),
+                    None => VipChange::Remove(ip(d)),
+                });
+            }
+            let d = p.update(changes);
+            let fresh = Placement::compute(p.model().clone(), &before);
+            prop_assert_eq!(p.outcomes(), fresh.outcomes());
+            prop_assert_eq!(p.assignment(), fresh.assignment());
+            prop_assert_eq!(p.stopped_at(), fresh.stopped_at());
+            prop_assert_eq!(&d, &incremental::diff(&before, p.assignment()));
+            let st = p.stats();
+            prop_assert!(st.evaluated + st.confirmed <= st.endpoints - st.replayed_from);
+            confirmed += st.confirmed;
+        }
+        let _ = confirmed;
+    }
+}
+
+/// On a fat tree with 2,000 VIPs, adding a small VIP (placed first in
+/// greedy order by its traffic, so every other endpoint comes after it) or
+/// removing one re-decides only endpoints whose previous switch the sticky
+/// rule cannot be shown to keep: most are confirmed with one candidate, and
+/// the result is still the run from scratch.
+#[test]
+fn a_vip_change_confirms_later_endpoints_instead_of_re_deciding_them() {
+    let (f, tors) = fat_tree(6);
+    let mut x: u64 = 7;
+    let mut rnd = |n: usize| {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (x >> 33) as usize % n
+    };
+    let mut vips = BTreeMap::new();
+    for v in 0..2_000u32 {
+        let members: BTreeMap<Sym, i64> = (0..1 + rnd(4))
+            .map(|_| (tors[rnd(tors.len())], 1))
+            .collect();
+        let slots = members.len() as i64;
+        vips.insert(
+            Ipv4Addr::from(0x6440_0000 + v),
+            VipSpec {
+                endpoint: EndpointSpec {
+                    need: [2, slots, slots],
+                    members,
+                },
+                traffic: BTreeMap::from([(tors[rnd(tors.len())], 1 + rnd(200) as i64)]),
+                tips: BTreeMap::new(),
+            },
+        );
+    }
+    let m = Model {
+        fabric: f,
+        vips,
+        params: Params::default(),
+    };
+    let mut p = Placement::compute(m, &BTreeMap::new());
+    let new = Ipv4Addr::new(100, 99, 0, 1);
+    let spec = VipSpec {
+        endpoint: EndpointSpec {
+            need: [2, 1, 1],
+            members: BTreeMap::from([(tors[3], 1)]),
+        },
+        traffic: BTreeMap::from([(tors[5], 500)]),
+        tips: BTreeMap::new(),
+    };
+    for change in [
+        VipChange::Set(new, spec),
+        VipChange::Remove(new),
+        VipChange::Remove(Ipv4Addr::from(0x6440_0000 + 17)),
+    ] {
+        let before = p.assignment().clone();
+        p.update(vec![change]);
+        let fresh = Placement::compute(p.model().clone(), &before);
+        assert_eq!(p.outcomes(), fresh.outcomes());
+        let st = p.stats().clone();
+        assert!(
+            st.confirmed * 10 >= (st.endpoints - st.replayed_from) * 9,
+            "most later endpoints are confirmed: {st:?}"
+        );
+        assert!(st.evaluated * 20 < st.endpoints, "{st:?}");
+    }
+}
+
+/// A k-ary fat tree (ToRs and aggs per pod, cores), 10/40 Gbps links; the
+/// ToRs.
+fn fat_tree(k: usize) -> (Fabric, Vec<Sym>) {
+    let mut f = Fabric::default();
+    let (h, e, t) = (16_384, 4_096, 512);
+    let mut tors = Vec::new();
+    for p in 0..k {
+        for i in 0..k / 2 {
+            let tor = s(&format!("tor{p}-{i}"));
+            let agg = s(&format!("agg{p}-{i}"));
+            f.switches.insert(tor, [h, e, t]);
+            f.switches.insert(agg, [h, e, t]);
+            tors.push(tor);
+        }
+        for i in 0..k / 2 {
+            for j in 0..k / 2 {
+                let (tor, agg) = (s(&format!("tor{p}-{i}")), s(&format!("agg{p}-{j}")));
+                f.links.insert((tor, agg), 10_000);
+                f.links.insert((agg, tor), 10_000);
+            }
+            for c in 0..k / 2 {
+                let (agg, core) = (s(&format!("agg{p}-{i}")), s(&format!("core{i}-{c}")));
+                f.switches.insert(core, [h, e, t]);
+                f.links.insert((agg, core), 40_000);
+                f.links.insert((core, agg), 40_000);
+            }
+        }
+    }
+    (f, tors)
+}
+
 // ------------------------------------------------------------ the built-in on the Duet example
 
 fn repo() -> std::path::PathBuf {
@@ -587,31 +763,7 @@ fn placement_perf_fat_tree() {
         .ok()
         .and_then(|x| x.parse().ok())
         .unwrap_or(30_000);
-    let mut f = Fabric::default();
-    let (h, e, t) = (16_384, 4_096, 512);
-    let mut tors = Vec::new();
-    for p in 0..k {
-        for i in 0..k / 2 {
-            let tor = s(&format!("tor{p}-{i}"));
-            let agg = s(&format!("agg{p}-{i}"));
-            f.switches.insert(tor, [h, e, t]);
-            f.switches.insert(agg, [h, e, t]);
-            tors.push(tor);
-        }
-        for i in 0..k / 2 {
-            for j in 0..k / 2 {
-                let (tor, agg) = (s(&format!("tor{p}-{i}")), s(&format!("agg{p}-{j}")));
-                f.links.insert((tor, agg), 10_000);
-                f.links.insert((agg, tor), 10_000);
-            }
-            for c in 0..k / 2 {
-                let (agg, core) = (s(&format!("agg{p}-{i}")), s(&format!("core{i}-{c}")));
-                f.switches.insert(core, [h, e, t]);
-                f.links.insert((agg, core), 40_000);
-                f.links.insert((core, agg), 40_000);
-            }
-        }
-    }
+    let (f, tors) = fat_tree(k);
     let mut x: u64 = 1;
     let mut rnd = |n: usize| {
         x = x
@@ -651,11 +803,12 @@ fn placement_perf_fat_tree() {
     let t1 = std::time::Instant::now();
     let d = p.update(vec![VipChange::Set(last, spec)]);
     eprintln!(
-        "k={k}: {} switches, {n_vips} VIPs: placed {} in {full:?}; one small VIP changed: {:?}, {} re-decided, delta {}+{}-",
+        "k={k}: {} switches, {n_vips} VIPs: placed {} in {full:?}; one small VIP changed: {:?}, {} re-decided, {} confirmed, delta {}+{}-",
         p.model().fabric.switches.len(),
         p.assignment().len(),
         t1.elapsed(),
         p.stats().evaluated,
+        p.stats().confirmed,
         d.inserted.len(),
         d.deleted.len()
     );
