@@ -14,8 +14,13 @@
 //!
 //! ```text
 //! cargo run --release -p netc-verify --example full_verify -- \
-//!     --artifacts OUT --intent l.ndl [--json OUT.json]
+//!     --artifacts OUT --intent l.ndl [--json OUT.json] [--vms N]
 //! ```
+//!
+//! `--vms N` stops short of a verdict: it builds the model and traces only
+//! the first N sending VMs (`checks::run_first`), to measure or profile the
+//! path phase of a scenario too large to wait for. `--p4-only` runs only
+//! the P4 switches' symbolic checks (the report phase's largest part).
 
 use netc_compiler::value::Value;
 use netc_verify::artifacts::{Artifacts, Row};
@@ -29,15 +34,22 @@ struct Args {
     intent: PathBuf,
     schema: PathBuf,
     json: Option<PathBuf>,
+    /// Trace only this many sending VMs (no verdict).
+    vms: Option<usize>,
+    /// Run only the P4 switches' checks (no verdict).
+    p4_only: bool,
 }
 
 fn args() -> Result<Args, String> {
-    let usage = "usage: full_verify --artifacts DIR --intent FILE [--schema FILE] [--json OUT]";
+    let usage =
+        "usage: full_verify --artifacts DIR --intent FILE [--schema FILE] [--json OUT] [--vms N | --p4-only]";
     let mut a = Args {
         artifacts: PathBuf::new(),
         intent: PathBuf::new(),
         schema: PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../rules/schema.ndl")),
         json: None,
+        vms: None,
+        p4_only: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
@@ -47,6 +59,14 @@ fn args() -> Result<Args, String> {
             "--intent" => a.intent = value()?.into(),
             "--schema" => a.schema = value()?.into(),
             "--json" => a.json = Some(value()?.into()),
+            "--p4-only" => a.p4_only = true,
+            "--vms" => {
+                let v = value()?;
+                let n = v
+                    .parse()
+                    .map_err(|_| format!("--vms takes a number of VMs, not `{v}`; {usage}"))?;
+                a.vms = Some(n);
+            }
             _ => return Err(format!("unknown argument `{k}`; {usage}")),
         }
     }
@@ -113,6 +133,25 @@ fn run() -> Result<(serde_json::Value, Option<PathBuf>), String> {
     let policy = Policy::from_facts(&facts);
     drop(facts);
     step("policy", t);
+    if a.p4_only {
+        let t = Instant::now();
+        let sw = netc_verify::p4::invariants::check(&artifacts, &policy);
+        step("p4_switches", t);
+        return Ok((
+            serde_json::json!({
+                "artifacts": a.artifacts,
+                "steps": steps,
+                "switches": sw.switches,
+                "outcomes": sw.outcomes,
+                "counterexamples": sw.counterexamples.iter().map(|c| &c.invariant).collect::<Vec<_>>(),
+                "peak_rss_mb": peak_rss_mb(),
+            }),
+            a.json,
+        ));
+    }
+    if let Some(n) = a.vms {
+        return Ok((prefix(&a, &artifacts, &policy, n, steps)?, a.json));
+    }
     let t = Instant::now();
     let report = netc_verify::verify(&Input {
         artifacts: &artifacts,
@@ -145,6 +184,46 @@ fn run() -> Result<(serde_json::Value, Option<PathBuf>), String> {
         "peak_rss_mb": peak_rss_mb(),
     });
     Ok((out, a.json))
+}
+
+/// The model and the path phase for the first `n` sending VMs: no verdict.
+fn prefix(
+    a: &Args,
+    artifacts: &Artifacts,
+    policy: &Policy,
+    n: usize,
+    mut steps: serde_json::Map<String, serde_json::Value>,
+) -> Result<serde_json::Value, String> {
+    let mut step = |name: &str, t: Instant| {
+        let s = serde_json::json!({
+            "seconds": t.elapsed().as_secs_f64(),
+            "peak_rss_mb": peak_rss_mb(),
+        });
+        eprintln!("{name}: {s}");
+        steps.insert(name.to_string(), s);
+    };
+    let t = Instant::now();
+    let net = netc_verify::network::Network::build(artifacts, policy)
+        .map_err(|e| format!("cannot model the artifacts: {e}"))?;
+    step("model", t);
+    let t = Instant::now();
+    let res = netc_verify::checks::run_first(&net, policy, 3, n);
+    step("paths_prefix", t);
+    if std::env::var_os("NETC_VERIFY_CACHE_SIZES").is_some() {
+        netc_verify::cache_sizes(&net);
+    }
+    let traced = n.min(policy.vms.len());
+    Ok(serde_json::json!({
+        "artifacts": a.artifacts,
+        "intent": a.intent,
+        "vms_traced": traced,
+        "vms": policy.vms.len(),
+        "steps": steps,
+        "outcomes": res.outcomes,
+        "pairs": res.pairs_checked,
+        "violations": res.counts,
+        "peak_rss_mb": peak_rss_mb(),
+    }))
 }
 
 fn main() {

@@ -387,6 +387,16 @@ impl Bridge {
         let full = Field::NwDst.mask();
         for &i in self.tables.get(&table).into_iter().flatten() {
             let f = &self.flows[i as usize];
+            // A field the path already fixed rules most flows out (a
+            // Hoverboard's 50k routes are one tenant's per `reg6`): decide
+            // that before building any BDD, which was most of a lookup.
+            let fixed_mismatch = f.matches.iter().any(|c| match pkt.read(c.field) {
+                Val::Const(x) => (x & c.mask) != (c.value & c.mask),
+                _ => false,
+            });
+            if fixed_mismatch {
+                continue;
+            }
             let mut m = space.all();
             let mut exact = true;
             let mut possible = true;

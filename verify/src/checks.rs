@@ -192,12 +192,19 @@ pub struct OutcomeChecks {
 
 /// Runs every path invariant.
 pub fn run(net: &Network, policy: &Policy, limit: usize) -> PathResults {
+    run_first(net, policy, limit, policy.vms.len())
+}
+
+/// The path invariants for the first `n` sending VMs only (every VM is
+/// still a possible receiver): a prefix to measure or profile a scenario
+/// too large to wait for in full (`examples/full_verify.rs --vms N`).
+pub fn run_first(net: &Network, policy: &Policy, limit: usize, n: usize) -> PathResults {
     let shared = Shared::new(&net.space, policy);
     let mut res = PathResults::default();
     // a diagnostic for runs too long to wait for: VMs done so far, on stderr
     let progress = std::env::var_os("NETC_VERIFY_CACHE_SIZES").is_some();
     let t0 = std::time::Instant::now();
-    for ai in 0..policy.vms.len() {
+    for ai in 0..n.min(policy.vms.len()) {
         if progress && ai % 2000 == 0 {
             eprintln!(
                 "paths: {ai} of {} VMs after {} ms",
@@ -396,8 +403,12 @@ pub fn check_outcomes<'p>(
         }
         if !mc.is_false() {
             let mut member_of = space.none();
-            for ((t, g), members) in &policy.mcast {
-                if t == &a.tenant && members.contains(&b.name) {
+            // only the sender's tenant's groups (the map is ordered by
+            // tenant): scanning every group per delivery was a sixth of a
+            // full verification at 100k VMs (1,000 groups)
+            let own = (a.tenant.clone(), 0)..=(a.tenant.clone(), u32::MAX);
+            for ((_, g), members) in policy.mcast.range(own) {
+                if members.contains(&b.name) {
                     member_of =
                         member_of.or(&space.field_eq(Field::NwDst, u128::from(*g), 0xffff_ffff));
                 }

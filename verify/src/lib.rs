@@ -135,7 +135,7 @@ pub fn verify(input: &Input) -> Result<Report, VerifyError> {
 
 /// Prints (stderr) the bridges whose lookup caches are largest: a
 /// diagnostic for where a full verification's memory goes.
-fn cache_sizes(net: &Network) {
+pub fn cache_sizes(net: &Network) {
     let mut sizes: Vec<(usize, usize, usize, &str)> = net
         .bridges
         .iter()
