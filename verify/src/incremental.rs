@@ -67,6 +67,14 @@ pub struct Verifier {
     net: Network,
     /// Per VM of `policy.vms`, in order.
     checked: Vec<VmChecked>,
+    /// The renumberings of the updates since the last catch-up, oldest
+    /// first, and per VM (parallel to `checked`) how many of them its
+    /// kept paths already follow. A path is renumbered only when the VM
+    /// is checked again (nothing else reads its flow and row indices), so
+    /// an update that moves flows or rows renumbers a few VMs, not every
+    /// VM that ran the bridge or reached a Mux.
+    renumbers: Vec<Renumber>,
+    epochs: Vec<usize>,
     tables: TableChecks,
     limit: usize,
     last: Duration,
@@ -236,7 +244,49 @@ struct Renumber {
     lb: Option<Vec<Option<u32>>>,
 }
 
+/// Brings a kept result's paths up to date through `log` (the
+/// renumberings it missed, oldest first); false if a path names a flow or
+/// row that is gone.
+fn renumber(log: &[Renumber], c: &mut VmChecked) -> bool {
+    for r in log {
+        if r.reaches(&c.footprint) {
+            match r.outcomes(std::mem::take(&mut c.traced)) {
+                Some(outs) => c.traced = outs,
+                None => return false,
+            }
+        }
+    }
+    true
+}
+
+/// Updates whose renumberings are kept before every VM is brought up to
+/// date (bounds the log's memory; the catch-up is one pass over the VMs).
+const RENUMBER_LOG: usize = 64;
+
+impl Verifier {
+    /// When the log is full: every kept path renumbered and the log
+    /// emptied; the VMs whose paths name something gone (to trace again).
+    fn catch_up_if_long(&mut self) -> HashSet<usize> {
+        let mut stale = HashSet::new();
+        if self.renumbers.len() < RENUMBER_LOG {
+            return stale;
+        }
+        for (i, c) in self.checked.iter_mut().enumerate() {
+            if !renumber(&self.renumbers[self.epochs[i]..], c) {
+                stale.insert(i);
+            }
+        }
+        self.renumbers.clear();
+        self.epochs.iter_mut().for_each(|e| *e = 0);
+        stale
+    }
+}
+
 impl Renumber {
+    fn is_identity(&self) -> bool {
+        self.flows.is_empty() && self.lb.is_none()
+    }
+
     /// Whether a kept outcome of a VM with this footprint may name a moved
     /// entry: a path holds a bridge's flows only if the trace ran it, and
     /// load-balancer rows only if it reached an instance (both noted).
@@ -279,21 +329,66 @@ impl Renumber {
     }
 }
 
-/// Old position → new position of equal items (equal ones in order);
-/// `None` when it is the identity.
+/// Old position → new position of equal items (the k-th of equal items
+/// in `old` is the k-th in `new`); `None` when it is the identity.
+/// Only the part between the common prefix and suffix is hashed (an
+/// update adds or removes a few of tens of thousands of rows): a prefix
+/// item stays, a suffix item shifts by the length difference, unless the
+/// two middles hold an item of the suffix a different number of times.
 fn positions<K: Eq + std::hash::Hash>(old: &[K], new: &[K]) -> Option<Vec<Option<u32>>> {
     if old == new {
         return None;
     }
+    let p = old.iter().zip(new).take_while(|(a, b)| a == b).count();
+    let longest = old.len().min(new.len()) - p;
+    let s = old
+        .iter()
+        .rev()
+        .zip(new.iter().rev())
+        .take(longest)
+        .take_while(|(a, b)| a == b)
+        .count();
+    let (om, nm) = (&old[p..old.len() - s], &new[p..new.len() - s]);
+    let mut count: HashMap<&K, i64> = HashMap::new();
+    for k in om {
+        *count.entry(k).or_default() += 1;
+    }
+    for k in nm {
+        *count.entry(k).or_default() -= 1;
+    }
+    let uneven: Vec<&K> = count
+        .into_iter()
+        .filter(|(_, c)| *c != 0)
+        .map(|(k, _)| k)
+        .collect();
+    if old[old.len() - s..].iter().any(|k| uneven.contains(&k)) {
+        return Some(paired(old, new));
+    }
+    let mut at: HashMap<&K, VecDeque<u32>> = HashMap::new();
+    for (i, k) in nm.iter().enumerate() {
+        at.entry(k).or_default().push_back((p + i) as u32);
+    }
+    let shifted = |i: usize| (i + new.len() - old.len()) as u32;
+    Some(
+        (0..old.len())
+            .map(|i| match i {
+                i if i < p => Some(i as u32),
+                i if i >= old.len() - s => Some(shifted(i)),
+                i => at.get_mut(&old[i]).and_then(VecDeque::pop_front),
+            })
+            .collect(),
+    )
+}
+
+/// [`positions`] by pairing every item (no prefix or suffix assumed).
+fn paired<K: Eq + std::hash::Hash>(old: &[K], new: &[K]) -> Vec<Option<u32>> {
     let mut at: HashMap<&K, VecDeque<u32>> = HashMap::new();
     for (i, k) in new.iter().enumerate() {
         at.entry(k).or_default().push_back(i as u32);
     }
-    Some(
-        old.iter()
-            .map(|k| at.get_mut(k).and_then(VecDeque::pop_front))
-            .collect(),
-    )
+    old.iter()
+        .map(|k| at.get_mut(k).and_then(VecDeque::pop_front))
+        .collect()
 }
 
 fn key(v: &Vm) -> (String, String) {
@@ -317,9 +412,11 @@ impl Verifier {
         let tables = TableChecks::new(&net, &artifacts, &policy, limit);
         Ok(Verifier {
             artifacts,
+            epochs: vec![0; policy.vms.len()],
             policy,
             net,
             checked,
+            renumbers: Vec::new(),
             tables,
             limit,
             last: t0.elapsed(),
@@ -401,6 +498,8 @@ impl Verifier {
                 ..Default::default()
             });
         }
+        // a VM whose paths the bounded log cannot renumber is traced again
+        let stale = self.catch_up_if_long();
         let mut ch = Changes::default();
         let mut up = Update::default();
         let mut renum = Renumber::default();
@@ -523,11 +622,17 @@ impl Verifier {
         let t1 = Instant::now();
         up.diff_millis = (t1 - t0).as_secs_f64() * 1e3;
         let shared = Shared::new(&self.net.space, &policy);
+        if !renum.is_identity() {
+            self.renumbers.push(renum);
+        }
+        let now = self.renumbers.len();
+        let old_epochs = std::mem::take(&mut self.epochs);
         let mut old: Vec<Option<VmChecked>> = std::mem::take(&mut self.checked)
             .into_iter()
             .map(Some)
             .collect();
         let mut checked = Vec::with_capacity(policy.vms.len());
+        let mut epochs = Vec::with_capacity(policy.vms.len());
         for (ni, v) in policy.vms.iter().enumerate() {
             let changed = !ch.vms.is_empty() && ch.vms.contains(&key(v));
             let oi = match &old_of_new {
@@ -536,14 +641,18 @@ impl Verifier {
             };
             let kept = match changed {
                 true => None,
-                false => oi.and_then(|oi| old[oi].take()),
+                false => oi
+                    .filter(|oi| !stale.contains(oi))
+                    .and_then(|oi| old[oi].take()),
             };
             let Some(mut c) = kept else {
                 up.rechecked += 1;
                 up.retraced += 1;
                 checked.push(checks::check_vm(&self.net, &policy, &shared, ni));
+                epochs.push(now);
                 continue;
             };
+            let epoch = oi.map_or(now, |oi| old_epochs[oi]);
             let mut why = BTreeSet::new();
             let h = ch.affected(&self.net.space, &c.footprint, &mut why);
             for w in why {
@@ -559,31 +668,37 @@ impl Verifier {
                     })
                     .collect();
             }
-            // a kept path that names a flow the new generation lacks would
-            // mean the change reached it: trace such a VM again in full
-            if renum.reaches(&c.footprint) {
-                let Some(kept) = renum.outcomes(std::mem::take(&mut c.traced)) else {
-                    up.rechecked += 1;
-                    up.retraced += 1;
-                    checked.push(checks::check_vm(&self.net, &policy, &shared, ni));
-                    continue;
-                };
-                c.traced = kept;
-            }
             let reread = ch.rereads(v, &c.traced);
             if h.is_false() && !reread && !ch.tenants.contains(&v.tenant) {
-                // nothing its checks read changed
+                // nothing its checks read changed: kept, paths not renumbered
                 let kept = match &new_index {
                     None => Some(c),
                     Some(m) => remap(c, ni, &self.policy, m),
                 };
-                checked.push(kept.unwrap_or_else(|| {
-                    up.rechecked += 1;
-                    up.retraced += 1;
-                    checks::check_vm(&self.net, &policy, &shared, ni)
-                }));
+                match kept {
+                    Some(c) => {
+                        checked.push(c);
+                        epochs.push(epoch);
+                    }
+                    None => {
+                        up.rechecked += 1;
+                        up.retraced += 1;
+                        checked.push(checks::check_vm(&self.net, &policy, &shared, ni));
+                        epochs.push(now);
+                    }
+                }
                 continue;
             }
+            // a kept path that names a flow the new generation lacks would
+            // mean the change reached it: trace such a VM again in full
+            if !renumber(&self.renumbers[epoch..], &mut c) {
+                up.rechecked += 1;
+                up.retraced += 1;
+                checked.push(checks::check_vm(&self.net, &policy, &shared, ni));
+                epochs.push(now);
+                continue;
+            }
+            epochs.push(now);
             up.rechecked += 1;
             up.retraced += usize::from(!h.is_false());
             checked.push(self.recheck(&policy, &shared, ni, c, &h, reread, new_index.as_ref()));
@@ -593,6 +708,7 @@ impl Verifier {
         up.paths_millis = (t2 - t1).as_secs_f64() * 1e3;
         let touched = Touched {
             dirty,
+            old: &self.artifacts,
             vms: !same_vms,
             underlay,
             capacity: policy.capacity != self.policy.capacity,
@@ -602,6 +718,7 @@ impl Verifier {
         up.tables_rerun = self.tables.rerun.clone();
         up.tables_millis = t2.elapsed().as_secs_f64() * 1e3;
         self.checked = checked;
+        self.epochs = epochs;
         let old = (
             std::mem::replace(&mut self.artifacts, artifacts),
             std::mem::replace(&mut self.policy, policy),
@@ -1094,4 +1211,32 @@ fn same_vm_list(a: &[Vm], b: &[Vm]) -> bool {
                 && x.host == y.host
                 && x.port == y.port
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The prefix/suffix shortcut pairs items exactly as pairing every
+        /// item does (few symbols: many duplicates, in the middles and out).
+        #[test]
+        fn positions_pair_as_every_item_paired(
+            old in proptest::collection::vec(0u8..4, 0..12),
+            edits in proptest::collection::vec((0usize..14, proptest::option::of(0u8..4)), 0..4),
+        ) {
+            let mut new = old.clone();
+            for (at, item) in edits {
+                let at = at.min(new.len());
+                match item {
+                    Some(x) => new.insert(at, x),
+                    None if at < new.len() => { new.remove(at); }
+                    None => {}
+                }
+            }
+            let expect = (old != new).then(|| paired(&old, &new));
+            prop_assert_eq!(positions(&old, &new), expect);
+        }
+    }
 }

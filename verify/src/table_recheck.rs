@@ -8,7 +8,9 @@
 //! and PLAN-1 aside, which compare two generations and are left to the
 //! report). Each check declares what it reads (`tables.rs`):
 //!
-//! - AFF-1's vectors: [`tables::AFF1_VECTOR_RELATIONS`] only;
+//! - AFF-1's vectors: [`tables::AFF1_VECTOR_RELATIONS`] only, and per
+//!   endpoint: re-run for the endpoints whose rows the dirty devices hold
+//!   in either generation (findings kept per endpoint);
 //! - AFF-1's member tunnels: [`tables::AFF1_TUNNEL_RELATIONS`], the VMs and
 //!   the underlay;
 //! - AFF-4: [`tables::AFF4_RELATIONS`], the SNAT grants of each bridge's
@@ -23,13 +25,15 @@ use crate::dirty::Dirty;
 use crate::network::Network;
 use crate::policy::Policy;
 use crate::report::Counterexample;
-use crate::tables::{self, Grant};
+use crate::tables::{self, Endpoint, Grant};
 use crate::{nf, TableFindings};
 use std::collections::BTreeMap;
 
 /// What of a generation an update may have changed, for the table checks.
 pub struct Touched<'a> {
     pub dirty: &'a Dirty,
+    /// The generation before the update (what the dirty devices held).
+    pub old: &'a Artifacts,
     /// Some VM's record (tenant, name, VNI, MAC, address, host, port) or
     /// the VMs' order differ.
     pub vms: bool,
@@ -45,7 +49,7 @@ impl Touched<'_> {
 
 /// Each table check's findings on the current generation.
 pub struct TableChecks {
-    aff1_vectors: Vec<Counterexample>,
+    aff1_vectors: BTreeMap<Endpoint, Vec<Counterexample>>,
     aff1_tunnels: Vec<Counterexample>,
     aff3: Vec<Counterexample>,
     aff4: Vec<Counterexample>,
@@ -61,7 +65,7 @@ impl TableChecks {
     pub fn new(net: &Network, a: &Artifacts, p: &Policy, limit: usize) -> TableChecks {
         let snat = grants_by_device(a);
         TableChecks {
-            aff1_vectors: tables::aff1_vectors(a),
+            aff1_vectors: tables::aff1_vectors_by_endpoint(a, None),
             aff1_tunnels: tables::aff1_tunnels(a, p),
             aff3: nf::aff3(net, p, limit),
             aff4: tables::aff4_with(a, p, snat.values().flatten()),
@@ -76,7 +80,18 @@ impl TableChecks {
     pub fn update(&mut self, net: &Network, a: &Artifacts, p: &Policy, limit: usize, t: &Touched) {
         self.rerun.clear();
         if t.any(&tables::AFF1_VECTOR_RELATIONS) {
-            self.aff1_vectors = tables::aff1_vectors(a);
+            // a device Dirty does not name holds the same rows in the same
+            // order: only endpoints the dirty devices' rows name can differ
+            let mut eps = tables::vector_endpoints(t.old, &t.dirty.devices);
+            eps.extend(tables::vector_endpoints(a, &t.dirty.devices));
+            // a finding cites its rows' `file:line`, which rows removed or
+            // added before them move: every endpoint with a finding too
+            eps.extend(self.aff1_vectors.keys().copied());
+            for ep in &eps {
+                self.aff1_vectors.remove(ep);
+            }
+            self.aff1_vectors
+                .extend(tables::aff1_vectors_by_endpoint(a, Some(&eps)));
             self.rerun.push("AFF-1 vectors");
         }
         if t.vms || t.underlay || t.any(&tables::AFF1_TUNNEL_RELATIONS) {
@@ -109,7 +124,7 @@ impl TableChecks {
 
     /// The findings, as [`TableFindings::check`] gives them (no AFF-2/PLAN-1).
     pub fn findings(&self) -> TableFindings {
-        let mut aff1 = self.aff1_vectors.clone();
+        let mut aff1: Vec<Counterexample> = self.aff1_vectors.values().flatten().cloned().collect();
         aff1.extend(self.aff1_tunnels.iter().cloned());
         TableFindings {
             aff1,

@@ -15,12 +15,13 @@ use crate::packet::five_tuple;
 use crate::policy::Policy;
 use crate::report::{Counterexample, Packet};
 use netc_compiler::functors::hash5_v4;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// A client address for table counterexamples (TEST-NET-2).
 const CLIENT: u32 = 0xc633_6407; // 198.51.100.7
 
-type Endpoint = (u32, u8, u16);
+/// (VIP, protocol, port).
+pub type Endpoint = (u32, u8, u16);
 type Member = (u64, u32);
 
 /// One instance's vector for one endpoint.
@@ -39,6 +40,38 @@ fn num(v: &[String], i: usize) -> Option<u64> {
 
 /// Every instance's vector, per endpoint.
 pub fn vectors(a: &Artifacts) -> BTreeMap<Endpoint, Vec<Vector>> {
+    vectors_of(a, None)
+}
+
+/// The endpoint of a vector relation's row (`vip` row: device, vni, vip,
+/// proto, port, n; member row: device, vip, proto, port, idx, …).
+fn endpoint_at(v: &[String], vip_col: usize) -> Option<Endpoint> {
+    Some((
+        v.get(vip_col).and_then(|t| parse_ip(t))?,
+        num(v, vip_col + 1)? as u8,
+        num(v, vip_col + 2)? as u16,
+    ))
+}
+
+/// The endpoints whose vectors rows of `devices` (first column) hold, in
+/// [`AFF1_VECTOR_RELATIONS`]: with the other generation's, every endpoint
+/// whose vectors may differ when only those devices' rows changed.
+pub fn vector_endpoints(a: &Artifacts, devices: &BTreeSet<String>) -> BTreeSet<Endpoint> {
+    let mut eps = BTreeSet::new();
+    for rel in AFF1_VECTOR_RELATIONS {
+        let vip_col = if rel.contains("member") { 1 } else { 2 };
+        for r in a.rows(rel) {
+            if r.vals.first().is_some_and(|d| devices.contains(d)) {
+                eps.extend(endpoint_at(&r.vals, vip_col));
+            }
+        }
+    }
+    eps
+}
+
+/// [`vectors`] of the endpoints in `only` (all when `None`).
+fn vectors_of(a: &Artifacts, only: Option<&BTreeSet<Endpoint>>) -> BTreeMap<Endpoint, Vec<Vector>> {
+    let wanted = |ep: &Endpoint| only.is_none_or(|o| o.contains(ep));
     let mut out: BTreeMap<Endpoint, Vec<Vector>> = BTreeMap::new();
     for (vrel, mrel) in [
         ("agent_mux_vip", "agent_mux_member"),
@@ -56,6 +89,9 @@ pub fn vectors(a: &Artifacts) -> BTreeMap<Endpoint, Vec<Vector>> {
                 num(v, 5),
                 v.get(6).and_then(|t| parse_ip(t)),
             ) {
+                if !wanted(&(vip, p as u8, port as u16)) {
+                    continue;
+                }
                 members.insert((v[0].clone(), (vip, p as u8, port as u16), idx), (mvni, m));
             }
         }
@@ -70,6 +106,9 @@ pub fn vectors(a: &Artifacts) -> BTreeMap<Endpoint, Vec<Vector>> {
                 continue;
             };
             let ep = (vip, p as u8, port as u16);
+            if !wanted(&ep) {
+                continue;
+            }
             let list = out.entry(ep).or_default();
             if list.iter().any(|x| x.instance == v[0] && x.table == vrel) {
                 continue;
@@ -163,8 +202,22 @@ pub const AFF1_TUNNEL_RELATIONS: [&str; 2] = ["agent_mux_tunnel", "p4_tunnel"];
 /// AFF-1 on the vectors alone: each complete, and alike on every instance.
 /// Reads only [`AFF1_VECTOR_RELATIONS`].
 pub fn aff1_vectors(a: &Artifacts) -> Vec<Counterexample> {
-    let mut out = Vec::new();
-    for (ep, vs) in vectors(a) {
+    aff1_vectors_by_endpoint(a, None)
+        .into_values()
+        .flatten()
+        .collect()
+}
+
+/// [`aff1_vectors`] per endpoint (in endpoint order, as it lists them), of
+/// the endpoints in `only` (all when `None`); an endpoint with no finding
+/// has no entry.
+pub fn aff1_vectors_by_endpoint(
+    a: &Artifacts,
+    only: Option<&BTreeSet<Endpoint>>,
+) -> BTreeMap<Endpoint, Vec<Counterexample>> {
+    let mut found = BTreeMap::new();
+    for (ep, vs) in vectors_of(a, only) {
+        let mut out = Vec::new();
         let vip = std::net::Ipv4Addr::from(ep.0);
         for v in &vs {
             if let Some(i) = v.slots.iter().position(Option::is_none) {
@@ -209,8 +262,11 @@ pub fn aff1_vectors(a: &Artifacts) -> Vec<Counterexample> {
                 vec![first.at.clone(), v.at.clone()],
             ));
         }
+        if !out.is_empty() {
+            found.insert(ep, out);
+        }
     }
-    out
+    found
 }
 
 /// AFF-1 on the members' tunnels: each leads to the host that runs the DIP,
