@@ -328,3 +328,25 @@ def test_acl_change_without_new_artifacts_rereads_only_the_pairs(
     same_report(full, inc)
     u = inc["stats"]["incremental"]
     assert not u["full"] and u["retraced"] == 0 and u["bridges_rebuilt"] == 0 and u["rechecked"] >= 2, u
+
+
+# ------------------------------------------------ AFF-3 across an update (which bridges tap is kept)
+
+# The update keeps which bridges have NF taps and re-reads only the dirty
+# devices' (a scan of every flow per update was most of an update that
+# changed no artifact); AFF-3 re-runs while any bridge taps. A tap state
+# kept wrongly would skip AFF-3 and keep the old verdict.
+NF_MUTANTS = [m for m in MUTANTS if m[1] == "nfchain"]
+
+
+@pytest.mark.parametrize("mutant", NF_MUTANTS, ids=[m[0] for m in NF_MUTANTS])
+@pytest.mark.parametrize("reverse", [False, True], ids=["break", "repair"])
+def test_nf_fault_incremental_equals_full(netc_bin: str, work: Path, mutant: tuple, reverse: bool) -> None:
+    intent, good = flows_from_relations(netc_bin, work, "nfchain")
+    bad = work / f"nf-mutant-{mutant[0]}"
+    if not bad.exists():
+        shutil.copytree(good, bad)
+        mutant[2](bad)
+    inc = mutant_incremental_equals_full(netc_bin, intent, good, bad, mutant[3], reverse)
+    u = inc["stats"]["incremental"]
+    assert not u["full"] and "AFF-3" in u["tables_rerun"], u

@@ -316,11 +316,14 @@ fn path_text(net: &Network, path: &[Hop], end: String) -> PathCx {
 
 /// True if some flow of table 45 fans out to groups (an NF tap exists).
 pub fn has_taps(net: &Network) -> bool {
-    net.bridges.iter().any(|b| {
-        b.flows
-            .iter()
-            .any(|f| f.text.table == 45 && f.actions.iter().any(|a| matches!(a, Action::Group(_))))
-    })
+    net.bridges.iter().any(bridge_has_taps)
+}
+
+/// [`has_taps`] of one bridge (`table_recheck.rs` keeps it per bridge).
+pub fn bridge_has_taps(b: &crate::bridge::Bridge) -> bool {
+    b.flows
+        .iter()
+        .any(|f| f.text.table == 45 && f.actions.iter().any(|a| matches!(a, Action::Group(_))))
 }
 
 /// Checks AFF-3; one counterexample per (sender, receiver, hop, choice)

@@ -18,7 +18,9 @@
 //!   the underlay;
 //! - CAP-1: [`tables::CAP1_RELATIONS`] and the capacities;
 //! - AFF-3: the whole network (it traces NF taps); re-run whenever either
-//!   generation has taps, else vacuous.
+//!   generation has taps, else vacuous (which bridges have taps is kept,
+//!   re-read for the dirty devices: a scan of every flow was most of an
+//!   update that changed no artifact).
 
 use crate::artifacts::Artifacts;
 use crate::dirty::Dirty;
@@ -27,7 +29,7 @@ use crate::policy::Policy;
 use crate::report::Counterexample;
 use crate::tables::{self, Endpoint, Grant};
 use crate::{nf, TableFindings};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// What of a generation an update may have changed, for the table checks.
 pub struct Touched<'a> {
@@ -56,6 +58,8 @@ pub struct TableChecks {
     cap1: Vec<Counterexample>,
     /// The SNAT grants of each bridge's flows, by device (in device order).
     snat: BTreeMap<String, Vec<Grant>>,
+    /// The bridges with an NF tap ([`nf::bridge_has_taps`]).
+    tapped: BTreeSet<String>,
     /// Which checks the last update ran again.
     pub rerun: Vec<&'static str>,
 }
@@ -71,6 +75,12 @@ impl TableChecks {
             aff4: tables::aff4_with(a, p, snat.values().flatten()),
             cap1: tables::cap1(a, p),
             snat,
+            tapped: net
+                .bridges
+                .iter()
+                .filter(|b| nf::bridge_has_taps(b))
+                .map(|b| b.name.clone())
+                .collect(),
             rerun: Vec::new(),
         }
     }
@@ -115,8 +125,14 @@ impl TableChecks {
             self.cap1 = tables::cap1(a, p);
             self.rerun.push("CAP-1");
         }
+        for dev in &t.dirty.devices {
+            match net.bridge(dev).filter(|b| nf::bridge_has_taps(b)) {
+                Some(_) => self.tapped.insert(dev.clone()),
+                None => self.tapped.remove(dev),
+            };
+        }
         // AFF-3 reads paths through the whole network: vacuous without taps
-        if nf::has_taps(net) || !self.aff3.is_empty() {
+        if !self.tapped.is_empty() || !self.aff3.is_empty() {
             self.aff3 = nf::aff3(net, p, limit);
             self.rerun.push("AFF-3");
         }
