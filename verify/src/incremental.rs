@@ -46,6 +46,7 @@ use crate::table_recheck::{TableChecks, Touched};
 use crate::{assemble, Input, Provenance, VerifyError};
 use biodivine_lib_bdd::Bdd;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::ops::Bound::{Excluded, Included, Unbounded};
 use std::time::{Duration, Instant};
 
 /// The load-balancer relations the network model reads.
@@ -135,9 +136,25 @@ struct Changes {
     mcast_tenants: BTreeSet<String>,
     /// VIPs or their backends changed: what a load-balancer hop exposes.
     exposures: bool,
+    /// `instances` as footprint keys, built once per update
+    /// ([`Changes::key_instances`]): the (instance, address) entries, and
+    /// the first and last key of each instance changed as a whole.
+    lb_keys: Vec<(String, u32)>,
+    lb_ranges: Vec<((String, u32), (String, u32))>,
 }
 
 impl Changes {
+    fn key_instances(&mut self) {
+        for (i, at) in &self.instances {
+            if at.contains(&None) {
+                self.lb_ranges.push(((i.clone(), 0), (i.clone(), u32::MAX)));
+            } else {
+                self.lb_keys
+                    .extend(at.iter().flatten().map(|a| (i.clone(), *a)));
+            }
+        }
+    }
+
     /// The packets (original headers) of a VM whose outcomes the change
     /// can alter, of those its footprint says read a changed part: at a
     /// changed bridge, those that reached a table with values an added or
@@ -157,43 +174,59 @@ impl Changes {
             let Some(r) = fp.bridges.get(name) else {
                 continue;
             };
-            for ((t, key), reached) in &r.tables {
-                if bc.tables.contains(t) {
-                    met(&mut h, reached, "table");
-                    continue;
-                }
-                for m in bc.flows.get(t).into_iter().flatten() {
-                    if let Some(b) = seen_through(space, key, m) {
-                        met(&mut h, &reached.and(&b), "flow");
+            // only the changed tables' reads (keys sort by table first)
+            let changed: BTreeSet<u8> = bc.tables.iter().chain(bc.flows.keys()).copied().collect();
+            for t in changed {
+                let from = (t, Vec::new());
+                let to = match t.checked_add(1) {
+                    Some(n) => Excluded((n, Vec::new())),
+                    None => Unbounded,
+                };
+                for ((_, key), reached) in r.tables.range((Included(from), to)) {
+                    if bc.tables.contains(&t) {
+                        met(&mut h, reached, "table");
+                        continue;
+                    }
+                    for m in bc.flows.get(&t).into_iter().flatten() {
+                        if let Some(b) = seen_through(space, key, m) {
+                            met(&mut h, &reached.and(&b), "flow");
+                        }
                     }
                 }
             }
-            for (g, reached) in &r.groups {
-                if bc.groups.contains(g) {
+            for g in &bc.groups {
+                if let Some(reached) = r.groups.get(g) {
                     met(&mut h, reached, "group");
                 }
             }
         }
-        for (a, reached) in fp.addresses.iter().filter(|_| !self.addresses.is_empty()) {
-            if self.addresses.contains(a) {
+        // each loop runs over the (few) changes, looking the footprint up:
+        // a footprint names hundreds of addresses and Mux entries, and every
+        // VM's is read on every update
+        for a in &self.addresses {
+            if let Some(reached) = fp.addresses.get(a) {
                 met(&mut h, reached, "address");
             }
         }
-        if !self.instances.is_empty() {
-            for ((i, a), reached) in &fp.instances {
-                if self
-                    .instances
-                    .get(i)
-                    .is_some_and(|at| at.contains(&Some(*a)) || at.contains(&None))
-                {
-                    met(&mut h, reached, "lb");
-                }
+        for k in &self.lb_keys {
+            if let Some(reached) = fp.instances.get(k) {
+                met(&mut h, reached, "lb");
             }
         }
-        let any = self.fanout.contains(&None);
-        for (t, reached) in &fp.fanout {
-            if any || self.fanout.contains(&Some(*t)) {
+        for (lo, hi) in &self.lb_ranges {
+            for (_, reached) in fp.instances.range((Included(lo), Included(hi))) {
+                met(&mut h, reached, "lb");
+            }
+        }
+        if self.fanout.contains(&None) {
+            for reached in fp.fanout.values() {
                 met(&mut h, reached, "fanout");
+            }
+        } else {
+            for t in self.fanout.iter().flatten() {
+                if let Some(reached) = fp.fanout.get(t) {
+                    met(&mut h, reached, "fanout");
+                }
             }
         }
         h
@@ -634,6 +667,7 @@ impl Verifier {
         }
         let same_vms = same_vm_list(&self.policy.vms, &policy.vms);
         policy_changes(&self.policy, &policy, same_vms, &mut ch);
+        ch.key_instances();
         ch.port_ids = ch
             .ports
             .iter()
