@@ -20,14 +20,20 @@
 //!   instances whose rows differ and addresses whose holders differ, the
 //!   underlay map, and the policy per VM and per tenant.
 //! - Only those bridges are rebuilt (a new or removed device rebuilds the
-//!   whole model), and only the VMs whose footprint meets a change, whose
-//!   own record or tenant's policy changed, or that are new, are traced
-//!   again; every other VM's result is kept (its paths renumbered only if
-//!   they ran a bridge whose flows moved or reached a load balancer whose
-//!   rows moved).
+//!   whole model), and only the VMs whose footprint meets a change (on the
+//!   packets that met it), whose own record changed (in full), or that are
+//!   new, are traced again; every other VM's result is kept. A VM traced
+//!   on part of its packets checks only the new outcomes and combines
+//!   them with its kept delivered and spoofed sets
+//!   ([`checks::OutcomeChecks`]); a VM whose tenant's ACLs, vnets, DSR
+//!   replies or VM set changed re-runs only the pair checks on its kept
+//!   sets. A kept VM's paths are renumbered (flows of a rebuilt bridge,
+//!   reloaded load-balancer rows) only when it is checked again, through
+//!   a bounded log of the updates' renumberings.
 //! - Each check on tables (AFF-1's vectors and tunnels, AFF-4, CAP-1) is
-//!   re-run only when what it reads changed (`table_recheck.rs`); AFF-3
-//!   whenever either generation has NF taps (otherwise it is vacuous).
+//!   re-run only when what it reads changed (`table_recheck.rs`; AFF-1's
+//!   vectors per endpoint); AFF-3 whenever either generation has NF taps
+//!   (otherwise it is vacuous).
 //!
 //! Every input change is either handled by the rules above or forces a
 //! full re-verification (the `full` flag of [`Update`]): a change of the
