@@ -81,18 +81,14 @@ fn vectors_of(a: &Artifacts, only: Option<&BTreeSet<Endpoint>>) -> BTreeMap<Endp
         let mut members: BTreeMap<(String, Endpoint, u64), Member> = BTreeMap::new();
         for r in a.rows(mrel) {
             let v = &r.vals;
-            if let (Some(vip), Some(p), Some(port), Some(idx), Some(mvni), Some(m)) = (
-                v.get(1).and_then(|t| parse_ip(t)),
-                num(v, 2),
-                num(v, 3),
-                num(v, 4),
-                num(v, 5),
-                v.get(6).and_then(|t| parse_ip(t)),
-            ) {
-                if !wanted(&(vip, p as u8, port as u16)) {
-                    continue;
-                }
-                members.insert((v[0].clone(), (vip, p as u8, port as u16), idx), (mvni, m));
+            // the endpoint first: an update wants a few of them
+            let Some(ep) = endpoint_at(v, 1).filter(&wanted) else {
+                continue;
+            };
+            if let (Some(idx), Some(mvni), Some(m)) =
+                (num(v, 4), num(v, 5), v.get(6).and_then(|t| parse_ip(t)))
+            {
+                members.insert((v[0].clone(), ep, idx), (mvni, m));
             }
         }
         for r in a.rows(vrel) {
