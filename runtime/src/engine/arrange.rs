@@ -14,6 +14,7 @@
 use super::tuple::Tuple;
 use differential_dataflow::lattice::Lattice;
 use differential_dataflow::operators::arrange::{Arranged, TraceAgent};
+use differential_dataflow::operators::ThresholdTotal;
 use differential_dataflow::trace::implementations::{KeyBuilder, KeySpine, ValSpine};
 use differential_dataflow::trace::wrappers::enter::TraceEnter;
 use differential_dataflow::VecCollection;
@@ -160,6 +161,17 @@ pub fn distinct_arranged<'s, T: Time>(c: Coll<'s, T>, name: &str) -> Arranged<'s
                 vec.extend(upds.drain(..).map(|(v, t, r)| ((key.clone(), v), t, r)));
             },
         )
+}
+
+/// Distinct over a collection whose time is totally ordered (a flat
+/// stratum's runs): the input arranged once, and the changes of the set
+/// computed from it batch by batch (`distinct_total`). Unlike
+/// [`distinct_arranged`] it keeps no output trace — a second copy of every
+/// row that only the capture read (a flat stratum's rules never read its
+/// own relations, so nothing there joins on the output).
+pub fn distinct_total<'s>(c: Coll<'s, u64>, name: &str) -> Coll<'s, u64> {
+    c.arrange_by_self_named(&format!("Arrange: {name}"))
+        .distinct_total()
 }
 
 /// The rows of a key-set arrangement as a collection.

@@ -12,10 +12,15 @@
 //!   pieces that read each relation, then runs the pieces in stratum order
 //!   (`run_epoch`): a piece with input this epoch (or never run) advances
 //!   its time by one and is stepped until its probe passes it; its captured
-//!   changes go into the inputs of the pieces reading them and into the
-//!   reply. Pieces without input are not advanced and cost nothing. The
-//!   reply holds exactly that epoch's derived changes on this worker; the
-//!   driver concatenates the replies; consolidation is the caller's.
+//!   changes go into the inputs of the pieces reading them and, as one
+//!   [`Reply::Part`], to the driver, which hands each part to the caller
+//!   while the workers go on (so a from-scratch epoch never holds every
+//!   derived row twice: once in a reply buffer, once in the caller's
+//!   mirror). Pieces without input are not advanced and cost nothing. The
+//!   parts of an epoch are exactly its derived changes; a relation's part
+//!   holds each row at most once per worker (its stratum runs once per
+//!   epoch and its distinct places a row on one worker), consolidation
+//!   within a part is the caller's.
 //! - No unbounded blind waits: the driver waits in 100 ms slices and checks
 //!   that every worker thread is alive; a worker that panics reports it
 //!   (caught with `catch_unwind`) and sets the shared abort flag, which every
@@ -58,10 +63,15 @@ enum Reply {
         worker: usize,
         result: Result<usize, String>,
     },
-    Done {
+    /// The captured changes of one piece's run on one worker.
+    Part {
         worker: usize,
         epoch: u64,
         updates: Updates,
+    },
+    Done {
+        worker: usize,
+        epoch: u64,
         records: u64,
     },
     Died {
@@ -72,7 +82,8 @@ enum Reply {
 
 /// What one epoch produced, summed over workers.
 pub struct EpochOutput {
-    pub updates: Updates,
+    /// Captured updates handed to the caller, before consolidation.
+    pub updates: usize,
     pub records: u64,
 }
 
@@ -166,7 +177,7 @@ impl Workers {
                     w.fail();
                     return Err(EngineError::WorkerDied { worker, message });
                 }
-                Reply::Done { .. } => {
+                Reply::Done { .. } | Reply::Part { .. } => {
                     return Err(EngineError::Internal(
                         "a worker finished an epoch before starting".into(),
                     ))
@@ -176,8 +187,19 @@ impl Workers {
         Ok(w)
     }
 
-    /// Runs one epoch with `data` (see module docs).
-    pub fn run(&mut self, epoch: u64, data: Arc<Updates>) -> Result<EpochOutput, EngineError> {
+    /// Runs one epoch with `data` (see module docs), handing every part of
+    /// its captured changes to `part` as it arrives. After `part` fails the
+    /// epoch is still waited for (so no worker is left mid-epoch), no more
+    /// parts are handed over, and its error is returned.
+    pub fn run<F>(
+        &mut self,
+        epoch: u64,
+        data: Arc<Updates>,
+        mut part: F,
+    ) -> Result<EpochOutput, EngineError>
+    where
+        F: FnMut(Updates) -> Result<(), EngineError>,
+    {
         for s in &self.senders {
             if s.send(Command::Commit {
                 epoch,
@@ -194,23 +216,24 @@ impl Workers {
         }
         self.wake();
         let mut out = EpochOutput {
-            updates: Vec::new(),
+            updates: 0,
             records: 0,
         };
+        let mut failed = None;
         let mut done = 0;
         while done < self.senders.len() {
             match self.next_reply()? {
-                Reply::Done {
-                    epoch: e,
-                    updates,
-                    records,
-                    ..
+                Reply::Part {
+                    epoch: e, updates, ..
                 } if e == epoch => {
-                    if out.updates.is_empty() {
-                        out.updates = updates;
-                    } else {
-                        out.updates.extend(updates);
+                    out.updates += updates.len();
+                    if failed.is_none() {
+                        failed = part(updates).err();
                     }
+                }
+                Reply::Done {
+                    epoch: e, records, ..
+                } if e == epoch => {
                     out.records += records;
                     done += 1;
                 }
@@ -219,6 +242,9 @@ impl Workers {
                     return Err(EngineError::WorkerDied { worker, message });
                 }
                 Reply::Done {
+                    worker, epoch: e, ..
+                }
+                | Reply::Part {
                     worker, epoch: e, ..
                 } => {
                     self.fail();
@@ -229,7 +255,10 @@ impl Workers {
                 Reply::Ready { .. } => {}
             }
         }
-        Ok(out)
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(out),
+        }
     }
 
     /// Makes one worker panic at its next command check (tests only).
@@ -363,7 +392,7 @@ fn worker_loop(
         }
         match rx.try_recv() {
             Ok(Command::Commit { epoch, data }) => {
-                let Some(updates) = run_epoch(worker, &mut b, epoch, &data, abort) else {
+                let Some(()) = run_epoch(worker, &mut b, epoch, &data, tx, abort) else {
                     return;
                 };
                 drop(data);
@@ -372,7 +401,6 @@ fn worker_loop(
                     .send(Reply::Done {
                         worker: index,
                         epoch,
-                        updates,
                         records,
                     })
                     .is_err()
@@ -397,17 +425,19 @@ fn worker_loop(
 /// One epoch on this worker (see module docs): feeds this worker's stride of
 /// the base-fact changes to the pieces that read them, then runs, in
 /// stratum order, every piece that has input this epoch (or has never run),
-/// handing each one's captured changes to the pieces above that read them.
+/// handing each one's captured changes to the pieces above that read them
+/// and then, as a [`Reply::Part`], to the driver.
 /// The same pieces run on every worker: a piece's base input is decided
 /// from the whole batch, its derived input from the shared `dirty` stamps.
-/// `None`: aborted.
+/// `None`: aborted, or the driver is gone.
 fn run_epoch(
     worker: &mut Worker,
     b: &mut Built,
     epoch: u64,
     data: &Updates,
+    tx: &Sender<Reply>,
     abort: &AtomicBool,
-) -> Option<Updates> {
+) -> Option<()> {
     let (index, peers) = (worker.index(), worker.peers());
     let stamp = epoch + 1;
     b.stamp.set(stamp);
@@ -421,7 +451,6 @@ fn run_epoch(
             }
         }
     }
-    let mut updates = Vec::new();
     for (p, &has_base) in has_base.iter().enumerate() {
         let piece = &mut b.pieces[p];
         let dirty = b.dirty[p].load(Ordering::Acquire) == stamp;
@@ -444,11 +473,14 @@ fn run_epoch(
                 b.pieces[q].input.update((*rel, t.clone()), *d);
             }
         }
-        if updates.is_empty() {
-            updates = out;
-        } else {
-            updates.extend(out);
+        if !out.is_empty() {
+            tx.send(Reply::Part {
+                worker: index,
+                epoch,
+                updates: out,
+            })
+            .ok()?;
         }
     }
-    Some(updates)
+    Some(())
 }

@@ -4,7 +4,10 @@
 //! - `mod.rs` (here): the public API — [`Engine`], [`Transaction`],
 //!   [`Changes`], [`EngineStats`], [`EngineError`] — and the driver-side
 //!   state: base facts per relation (set semantics at the input) and a
-//!   mirror of every relation's contents (for [`Engine::contents`]).
+//!   mirror of every relation's contents (for [`Engine::contents`]), applied
+//!   part by part as the workers capture changes; for a *counted* relation
+//!   (no other stratum reads it: the dataflow hands on its derivations, not
+//!   a set) the mirror also keeps the rows derived more than once.
 //! - `mirror.rs`: how the driver stores those rows ([`mirror::RowSet`]:
 //!   packed words in a sorted vector, 8 bytes per value).
 //! - `validate.rs`: checks the plan's invariants (PLAN-SLOTS, PLAN-STRATA,
@@ -43,7 +46,7 @@ use netc_compiler::value::{Row, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tuple::Tuple;
+use tuple::{FxHashMap, Tuple};
 
 /// Why the engine refused or failed an operation.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -207,6 +210,11 @@ pub struct Engine {
     /// Current contents of each derived relation (an input-only relation's
     /// contents are its base facts).
     contents: Vec<RowSet>,
+    /// For each *counted* relation (`render::counted_relations`: the
+    /// dataflow hands its derivations on as a multiset), the rows derived
+    /// more than once, with their count minus one; a row of `contents`
+    /// that is absent here has one derivation. `None`: a set relation.
+    extra_derivations: Vec<Option<FxHashMap<Tuple, u32>>>,
     next_epoch: u64,
     stats: EngineStats,
     poisoned: Option<String>,
@@ -235,6 +243,10 @@ impl Engine {
             base: plan.relations.iter().map(RowSet::for_relation).collect(),
             derived,
             contents: plan.relations.iter().map(RowSet::for_relation).collect(),
+            extra_derivations: render::counted_relations(&plan)
+                .into_iter()
+                .map(|c| c.then(FxHashMap::default))
+                .collect(),
             next_epoch: 0,
             poisoned: None,
             plan: plan.clone(),
@@ -297,7 +309,50 @@ impl Engine {
         let epoch = self.next_epoch;
         let data = Arc::new(data);
         let flow_start = Instant::now();
-        let out = match self.workers.run(epoch, data.clone()) {
+        // Derived relations: each part the dataflow captured is applied to
+        // the mirror as it arrives (see `driver`: a part holds a row at most
+        // once, and no other part of the epoch holds it).
+        let mut by_rel: BTreeMap<RelId, Vec<(Row, isize)>> = BTreeMap::new();
+        let mut net_changes = 0;
+        let (contents, extra, plan) = (&mut self.contents, &mut self.extra_derivations, &self.plan);
+        let applied = self.workers.run(epoch, data.clone(), |mut part| {
+            consolidate(&mut part);
+            for group in part.chunk_by(|a, b| a.0 == b.0) {
+                let rel = group[0].0;
+                let misfit = |t: &Tuple, d: isize| {
+                    let name = &plan.relations[rel].name;
+                    EngineError::Internal(format!(
+                        "epoch {epoch}: change {d:+} of {t:?} in {name} does not fit a set"
+                    ))
+                };
+                let changes: Vec<(&Tuple, isize)> = match &mut extra[rel] {
+                    Some(counts) => {
+                        let set = &contents[rel];
+                        let mut sets = Vec::new();
+                        for (_, t, d) in group {
+                            let set_change = count_derivations(set, counts, t, *d)
+                                .ok_or_else(|| misfit(t, *d))?;
+                            if let Some(s) = set_change {
+                                sets.push((t, s));
+                            }
+                        }
+                        sets
+                    }
+                    None => group.iter().map(|(_, t, d)| (t, *d)).collect(),
+                };
+                if let Err(i) = contents[rel].apply(&changes) {
+                    let (t, d) = changes[i];
+                    return Err(misfit(t, d));
+                }
+                net_changes += changes.len();
+                if want_changes && !changes.is_empty() {
+                    let v = by_rel.entry(rel).or_default();
+                    v.extend(changes.iter().map(|(t, d)| (t.to_row(), *d)));
+                }
+            }
+            Ok(())
+        });
+        let out = match applied {
             Ok(o) => o,
             Err(e) => {
                 self.poisoned = Some(e.to_string());
@@ -306,27 +361,10 @@ impl Engine {
         };
         let dataflow = flow_start.elapsed();
         self.next_epoch += 1;
-        let updates = out.updates.len();
-        // Derived relations: what the dataflow captured, applied to the mirror.
-        let mut net = out.updates;
-        consolidate(&mut net);
-        for group in net.chunk_by(|a, b| a.0 == b.0) {
-            let rel = group[0].0;
-            let changes: Vec<(&Tuple, isize)> = group.iter().map(|(_, t, d)| (t, *d)).collect();
-            if let Err(i) = self.contents[rel].apply(&changes) {
-                let (t, d) = changes[i];
-                let name = &self.plan.relations[rel].name;
-                let msg =
-                    format!("epoch {epoch}: change {d:+} of {t:?} in {name} does not fit a set");
-                self.poisoned = Some(msg.clone());
-                return Err(EngineError::Internal(msg));
-            }
-        }
         // Input-only relations: their effective base changes.
         let inputs = data.iter().filter(|(rel, ..)| !self.derived[*rel]);
         let changes = want_changes.then(|| {
-            let mut by_rel: BTreeMap<RelId, Vec<(Row, isize)>> = BTreeMap::new();
-            for (rel, t, d) in net.iter().chain(inputs.clone()) {
+            for (rel, t, d) in inputs.clone() {
                 by_rel.entry(*rel).or_default().push((t.to_row(), *d));
             }
             for v in by_rel.values_mut() {
@@ -340,8 +378,8 @@ impl Engine {
             epoch: Some(epoch),
             input_changes: data.len(),
             records: out.records,
-            updates,
-            changes: net.len() + inputs.count(),
+            updates: out.updates,
+            changes: net_changes + inputs.count(),
             dataflow,
             elapsed: start.elapsed(),
         };
@@ -468,6 +506,37 @@ pub fn fold_aggregate(
     let tuples: Vec<Tuple> = values.iter().map(|v| Tuple::from_values(&[*v])).collect();
     let input: Vec<(&Tuple, isize)> = tuples.iter().map(|t| (t, 1)).collect();
     body::aggregate(func, result, &input)
+}
+
+/// Applies `d` derivations of row `t` of a counted relation whose rows are
+/// `set` (one derivation each) plus `counts` (the extra ones), updating
+/// `counts`; returns the change of the set (`+1`: the row appears, `-1`: it
+/// goes, `None`: neither). `None`: more derivations removed than there were.
+fn count_derivations(
+    set: &RowSet,
+    counts: &mut FxHashMap<Tuple, u32>,
+    t: &Tuple,
+    d: isize,
+) -> Option<Option<isize>> {
+    let before = if set.contains(t) {
+        1 + counts.get(t).copied().unwrap_or(0) as i64
+    } else {
+        0
+    };
+    let after = before + d as i64;
+    if after < 0 {
+        return None;
+    }
+    if after >= 2 {
+        counts.insert(t.clone(), u32::try_from(after - 1).ok()?);
+    } else if before >= 2 {
+        counts.remove(t);
+    }
+    Some(match (before > 0, after > 0) {
+        (false, true) => Some(1),
+        (true, false) => Some(-1),
+        _ => None,
+    })
 }
 
 /// Sorts by (relation, tuple) and sums the diffs of equal entries, dropping zeros.

@@ -21,7 +21,13 @@
 //!   into one collection per relation by a single `Partition` operator;
 //!   plus a constant one-row "unit" input for `Source::Unit`.
 //! - A non-recursive stratum makes each of its relations `distinct(base ∪
-//!   rule outputs)`. A recursive stratum is one iterative scope (`u32`
+//!   rule outputs)` with no output arrangement (`distinct_total`: its time
+//!   is totally ordered, and no rule of the stratum reads its relations) —
+//!   except a *counted* relation ([`counted_relations`]: no other stratum
+//!   reads it, e.g. every output), whose `base ∪ rule outputs` is captured
+//!   as a multiset, each row on one worker (exchanged by its hash), and
+//!   made a set by the driver's count of derivations: no arrangement at
+//!   all for the rows nothing in the dataflow reads. A recursive stratum is one iterative scope (`u32`
 //!   rounds) with a `Variable` per relation (mutual recursion), the piece's
 //!   collections/arrangements entered, the same distinct per round, and the
 //!   results left back out.
@@ -37,7 +43,7 @@
 //!   own operators (compaction is never held back).
 
 use super::arrange::{
-    distinct_arranged, keys_collection, Coll, Counters, Env, Inner, KeyArr, Time,
+    distinct_arranged, distinct_total, keys_collection, Coll, Counters, Env, Inner, KeyArr, Time,
 };
 use super::body::{render_rule, scan_join};
 use super::tuple::Tuple;
@@ -52,7 +58,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::Pipeline;
-use timely::dataflow::operators::core::{Partition, Probe};
+use timely::dataflow::operators::core::{Exchange, Partition, Probe};
 use timely::dataflow::operators::generic::builder_rc::OperatorBuilder;
 use timely::dataflow::{ProbeHandle, Scope};
 use timely::order::Product;
@@ -118,6 +124,20 @@ impl Routes {
     pub fn pieces(&self) -> usize {
         self.reads.len()
     }
+}
+
+/// Per relation, whether its stratum hands it on *counted* (see module
+/// docs): it belongs to a non-recursive stratum and no other stratum reads
+/// it. The driver and every worker compute the same answer from the plan.
+pub fn counted_relations(plan: &Plan) -> Vec<bool> {
+    let routes = Routes::new(plan);
+    let mut counted = vec![false; plan.relations.len()];
+    for s in plan.strata.iter().filter(|s| !s.recursive) {
+        for &r in &s.relations {
+            counted[r] = routes.derived[r].is_empty();
+        }
+    }
+    counted
 }
 
 /// Every relation a body reads (scans, joins, negations, aggregates' bodies).
@@ -275,7 +295,7 @@ fn build_piece(scope: Scope<'_, u64>, ctx: PieceCtx<'_>) -> Result<Piece, String
     if ctx.stratum.recursive {
         render_recursive(&mut env, ctx.plan, ctx.stratum, &base)?;
     } else {
-        render_flat(&mut env, ctx.plan, ctx.stratum, &base)?;
+        render_flat(&mut env, ctx.plan, ctx.stratum, &ctx.routes, &base)?;
     }
 
     let probe = ProbeHandle::new();
@@ -370,10 +390,35 @@ fn finish<'s, T: Time>(env: &mut Env<'s, T>, rel: RelId, parts: Vec<Coll<'s, T>>
     keys_collection(&arr)
 }
 
+/// A flat stratum's `distinct(concat(parts))`: no output arrangement (see
+/// [`distinct_total`]; nothing in the piece negates its own relation).
+fn finish_flat<'s>(env: &Env<'s, u64>, rel: RelId, parts: Vec<Coll<'s, u64>>) -> Coll<'s, u64> {
+    let mut parts = parts.into_iter();
+    let first = parts.next().expect("every relation has a base input");
+    distinct_total(
+        first.concatenate(parts),
+        &format!("Distinct {}", env.names[rel]),
+    )
+}
+
+/// A counted relation's `base ∪ rule outputs` as a multiset, each row on
+/// the worker its hash names (so one worker's captured part holds all of a
+/// row's changes and the driver's counts never go below zero mid-epoch).
+fn finish_counted<'s>(parts: Vec<Coll<'s, u64>>) -> Coll<'s, u64> {
+    let mut parts = parts.into_iter();
+    let first = parts.next().expect("every relation has a base input");
+    first
+        .concatenate(parts)
+        .inner
+        .exchange(|(t, _, _): &(Tuple, u64, isize)| t.route())
+        .as_collection()
+}
+
 fn render_flat<'s>(
     env: &mut Env<'s, u64>,
     plan: &Plan,
     stratum: &Stratum,
+    routes: &Routes,
     base: &[Option<Coll<'s, u64>>],
 ) -> Result<(), String> {
     let mut parts: BTreeMap<RelId, Vec<Coll<'s, u64>>> = BTreeMap::new();
@@ -385,7 +430,11 @@ fn render_flat<'s>(
         parts.entry(rule.head).or_default().push(out);
     }
     for (rel, p) in parts {
-        let c = finish(env, rel, p);
+        let c = if routes.derived[rel].is_empty() {
+            finish_counted(p)
+        } else {
+            finish_flat(env, rel, p)
+        };
         env.rels[rel] = Some(c);
     }
     Ok(())

@@ -7,10 +7,13 @@
 //! - Rows of up to [`INLINE`] values that are all *narrow* (everything but
 //!   IPv6 addresses and prefixes) are stored inline as one tag byte and one
 //!   `u64` per value: no heap allocation, cheap copies, compares and hashes.
-//!   Longer rows of narrow values are *packed*: one heap allocation of
-//!   `9 × len` bytes (the tags, then the values' little-endian words) —
-//!   a third of a boxed `[Value]` (32 bytes per value), which matters
-//!   because every arrangement and the driver's mirror hold one per row.
+//!   Longer rows of narrow values are *packed*: one shared heap allocation
+//!   of `9 × len` bytes (the tags, then the values' little-endian words) —
+//!   a third of a boxed `[Value]` (32 bytes per value). It is an `Arc`, so a
+//!   clone is a reference count, not a copy: a row travels from its
+//!   stratum's distinct into the capture, into the arrangements of every
+//!   stratum that reads it and through every batch merge, and all of them
+//!   hold the one allocation (the bytes never change after packing).
 //!   Only rows with a wide value are a boxed `[Value]`. The choice is
 //!   canonical (inline iff it can be, else packed iff it can be), so the
 //!   derived-style `Eq`/`Hash` are exact.
@@ -30,7 +33,7 @@ use serde::ser::SerializeSeq;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::cmp::Ordering;
 use std::fmt;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::sync::Arc;
 
 /// Most values an inline tuple holds.
@@ -50,19 +53,19 @@ enum Repr {
     },
     /// More than [`INLINE`] narrow values: `len` tag bytes, then `len`
     /// little-endian `u64` words.
-    Packed(Box<[u8]>),
+    Packed(Arc<[u8]>),
     /// Rows holding a wide value (IPv6 address or prefix).
     Heap(Box<[Value]>),
 }
 
 /// The packed bytes of narrow values given as tags and words.
-fn pack(tags: &[u8], words: &[u64]) -> Box<[u8]> {
+fn pack(tags: &[u8], words: &[u64]) -> Arc<[u8]> {
     let mut b = Vec::with_capacity(tags.len() * 9);
     b.extend_from_slice(tags);
     for w in words {
         b.extend_from_slice(&w.to_le_bytes());
     }
-    b.into_boxed_slice()
+    Arc::from(b)
 }
 
 /// Value `i` of packed bytes, if in range.
@@ -240,6 +243,15 @@ impl Tuple {
         (0..self.len()).filter_map(move |i| self.get(i))
     }
 
+    /// A hash of the row (FxHash of its representation), to route it to a
+    /// worker: equal rows route alike.
+    #[inline]
+    pub fn route(&self) -> u64 {
+        let mut h = FxHasher::default();
+        self.hash(&mut h);
+        h.finish()
+    }
+
     /// The values at `cols`, in that order (out-of-range columns skipped).
     #[inline]
     pub fn project(&self, cols: &[usize]) -> Tuple {
@@ -406,6 +418,8 @@ impl Hasher for FxHasher {
 
 /// A `HashSet` with [`FxHasher`].
 pub type FxHashSet<K> = std::collections::HashSet<K, BuildHasherDefault<FxHasher>>;
+/// A hash map with [`FxHasher`].
+pub type FxHashMap<K, V> = std::collections::HashMap<K, V, BuildHasherDefault<FxHasher>>;
 
 /// A value with symbols resolved to their text, ordered exactly like
 /// [`Value`]'s semantic `Ord` (variant order, then meaning).
