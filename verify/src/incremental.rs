@@ -477,6 +477,10 @@ impl QuickHasher {
 
 type Quick = std::hash::BuildHasherDefault<QuickHasher>;
 
+/// VM (tenant, name) → index in a policy's VMs (rebuilt per update that
+/// changes the VM list: tens of thousands of names hashed).
+type VmIndex<'a> = HashMap<(&'a str, &'a str), usize, Quick>;
+
 fn key(v: &Vm) -> (String, String) {
     (v.tenant.clone(), v.name.clone())
 }
@@ -681,7 +685,7 @@ impl Verifier {
             .collect();
         // re-check: old VM index → new (`None`: the identity)
         let old_of_new: Option<Vec<Option<usize>>> = (!same_vms).then(|| {
-            let old_index: HashMap<(&str, &str), usize> = self
+            let old_index: VmIndex<'_> = self
                 .policy
                 .vms
                 .iter()
@@ -698,7 +702,7 @@ impl Verifier {
                 })
                 .collect()
         });
-        let new_index: Option<HashMap<(&str, &str), usize>> = (!same_vms).then(|| {
+        let new_index: Option<VmIndex<'_>> = (!same_vms).then(|| {
             policy
                 .vms
                 .iter()
@@ -840,7 +844,7 @@ impl Verifier {
         c: VmChecked,
         h: &Bdd,
         reread: bool,
-        new_index: Option<&HashMap<(&str, &str), usize>>,
+        new_index: Option<&VmIndex<'_>>,
     ) -> VmChecked {
         let (new_outs, new_fp) = match h.is_false() {
             true => (Vec::new(), Footprint::default()),
@@ -901,7 +905,7 @@ fn kept_checks(
     h: &Bdd,
     fresh: checks::OutcomeChecks,
     old: &Policy,
-    new_index: Option<&HashMap<(&str, &str), usize>>,
+    new_index: Option<&VmIndex<'_>>,
 ) -> Option<checks::OutcomeChecks> {
     let moved = |i: usize| match new_index {
         None => Some(i),
@@ -942,7 +946,7 @@ fn kept_checks(
 }
 
 /// VM `i` of `old` at its index in the new policy.
-fn moved_vm(i: usize, old: &Policy, new_index: &HashMap<(&str, &str), usize>) -> Option<usize> {
+fn moved_vm(i: usize, old: &Policy, new_index: &VmIndex<'_>) -> Option<usize> {
     let vm = old.vms.get(i)?;
     new_index
         .get(&(vm.tenant.as_str(), vm.name.as_str()))
@@ -951,12 +955,7 @@ fn moved_vm(i: usize, old: &Policy, new_index: &HashMap<(&str, &str), usize>) ->
 
 /// A kept result, its VM indices moved to the new policy's; `None` if a
 /// VM it names is gone (then it reads a changed port: not kept).
-fn remap(
-    mut c: VmChecked,
-    ni: usize,
-    old: &Policy,
-    new_index: &HashMap<(&str, &str), usize>,
-) -> Option<VmChecked> {
+fn remap(mut c: VmChecked, ni: usize, old: &Policy, new_index: &VmIndex<'_>) -> Option<VmChecked> {
     for v in &mut c.violations {
         v.from = ni;
         v.to = match v.to {
@@ -1227,8 +1226,8 @@ fn policy_changes(old: &Policy, new: &Policy, same_vms: bool, ch: &mut Changes) 
 /// The VMs whose own record changed (and their tenants and ports), and the
 /// ports whose owner (the first VM there, in order) changed.
 fn vm_changes(old: &Policy, new: &Policy, ch: &mut Changes) {
-    fn vms(p: &Policy) -> HashMap<(&str, &str), &Vm> {
-        let mut m = HashMap::new();
+    fn vms(p: &Policy) -> HashMap<(&str, &str), &Vm, Quick> {
+        let mut m = HashMap::default();
         for v in &p.vms {
             m.entry((v.tenant.as_str(), v.name.as_str())).or_insert(v);
         }
@@ -1254,8 +1253,8 @@ fn vm_changes(old: &Policy, new: &Policy, ch: &mut Changes) {
         }
     }
     // who owns a port (the first VM there, in order)
-    fn owners(p: &Policy) -> HashMap<(&str, u32), (&str, &str)> {
-        let mut m = HashMap::new();
+    fn owners(p: &Policy) -> HashMap<(&str, u32), (&str, &str), Quick> {
+        let mut m = HashMap::default();
         for v in &p.vms {
             let owner = (v.tenant.as_str(), v.name.as_str());
             m.entry((v.host.as_str(), v.port)).or_insert(owner);
