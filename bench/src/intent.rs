@@ -151,6 +151,7 @@ pub fn run(a: &IntentArgs) -> Result<Json, String> {
         let mut dataflow_ms = Vec::with_capacity(steps.len());
         let mut records = Vec::with_capacity(steps.len());
         let mut cpu_ms = Vec::with_capacity(steps.len());
+        let mut phases = Phases::default();
         for s in &steps {
             commit(&mut engine, &s.setup)?;
             let mut removed = None;
@@ -162,25 +163,29 @@ pub fn run(a: &IntentArgs) -> Result<Json, String> {
                     removed = Some(r);
                 }
             }
-            let cpu = measure::thread_cpu_ns();
+            let mut clock = PhaseClock::start();
             let t = Instant::now();
             let mut ch = commit(&mut engine, &s.timed)?;
+            clock.lap(&mut phases.commit);
             if let (Some(r), Some(p), Some(vp)) = (removed, placement.as_mut(), rels.vip_placement)
             {
                 let d = vip_cycle::re_add(p, r);
+                clock.lap(&mut phases.placement);
                 let more = engine
                     .commit(d.transaction(vp))
                     .map_err(|e| e.to_string())?;
                 for (r, v) in more.by_rel {
                     ch.by_rel.entry(r).or_default().extend(v);
                 }
+                clock.lap(&mut phases.placement_commit);
             }
             let flow_ms = engine.stats().last.dataflow.as_secs_f64() * 1e3;
             let recs = engine.stats().last.records as f64;
             let (n_dev, n_bytes) = render_delta(&plan, &outputs, &ch)?;
+            clock.lap(&mut phases.render);
             lat.push(t.elapsed().as_secs_f64() * 1e3);
-            if let (Some(a), Some(b)) = (cpu, measure::thread_cpu_ns()) {
-                cpu_ms.push(b.saturating_sub(a) as f64 / 1e6);
+            if let Some(total) = clock.total_ms() {
+                cpu_ms.push(total);
             }
             dataflow_ms.push(flow_ms);
             records.push(recs);
@@ -210,6 +215,9 @@ pub fn run(a: &IntentArgs) -> Result<Json, String> {
                 "last_commit_dataflow_ms": ms_summary(&dataflow_ms),
                 // CPU time of all threads over the timed part (load-independent).
                 "cpu_ms": ms_summary(&cpu_ms),
+                // The same CPU time by phase: the change's commit, the
+                // placement's update and its commit (add_vip), rendering.
+                "cpu_ms_by_phase": phases.summary(),
                 "last_commit_records": ms_summary(&records),
                 "samples_ms": lat,
                 "output_rows_changed": ms_summary(&rows_changed),
@@ -272,6 +280,62 @@ pub fn run(a: &IntentArgs) -> Result<Json, String> {
         "peak_rss_mib_end": measure::peak_rss_mib(),
         "cpu_s": measure::cpu_seconds(),
     }))
+}
+
+/// CPU ms of one timed change's phases, one sample per change.
+#[derive(Default)]
+struct Phases {
+    commit: Vec<f64>,
+    placement: Vec<f64>,
+    placement_commit: Vec<f64>,
+    render: Vec<f64>,
+}
+
+impl Phases {
+    fn summary(&self) -> Json {
+        let mut m = serde_json::Map::new();
+        for (name, v) in [
+            ("commit", &self.commit),
+            ("placement", &self.placement),
+            ("placement_commit", &self.placement_commit),
+            ("render", &self.render),
+        ] {
+            if !v.is_empty() {
+                m.insert(name.into(), ms_summary(v));
+            }
+        }
+        Json::Object(m)
+    }
+}
+
+/// The process's CPU time (all threads) since the start and since the last
+/// lap; `None` throughout where it cannot be read.
+struct PhaseClock {
+    start: Option<u64>,
+    last: Option<u64>,
+}
+
+impl PhaseClock {
+    fn start() -> PhaseClock {
+        let now = measure::process_cpu_ns();
+        PhaseClock {
+            start: now,
+            last: now,
+        }
+    }
+
+    /// Pushes the CPU ms since the last lap onto `into`.
+    fn lap(&mut self, into: &mut Vec<f64>) {
+        let now = measure::process_cpu_ns();
+        if let (Some(a), Some(b)) = (self.last, now) {
+            into.push(b.saturating_sub(a) as f64 / 1e6);
+        }
+        self.last = now;
+    }
+
+    fn total_ms(&self) -> Option<f64> {
+        Some(self.last?.saturating_sub(self.start?) as f64 / 1e6)
+    }
 }
 
 /// `intent::evaluate`, keeping the placement for incremental updates.

@@ -166,7 +166,7 @@ pub fn run(
     previous: &BTreeMap<Endpoint, Sym>,
     evaluated: &mut usize,
 ) -> Vec<Step> {
-    let mut r = Run::new(ctx, prefix, order.len());
+    let mut r = Run::new(ctx, prefix.to_vec(), order.len());
     for item in &order[prefix.len()..] {
         r.decide_next(item, previous, evaluated);
     }
@@ -185,8 +185,9 @@ pub(super) struct Run<'c, 'a> {
 }
 
 impl<'c, 'a> Run<'c, 'a> {
-    /// A run that starts with `prefix` (steps of an earlier run, kept as is).
-    pub(super) fn new(ctx: &'c Ctx<'a>, prefix: &[Step], capacity: usize) -> Run<'c, 'a> {
+    /// A run that starts with `prefix` (steps of an earlier run, kept as is;
+    /// taken, not copied: a prefix holds most of the loads).
+    pub(super) fn new(ctx: &'c Ctx<'a>, prefix: Vec<Step>, capacity: usize) -> Run<'c, 'a> {
         let mut r = Run {
             ctx,
             state: State {
@@ -196,10 +197,11 @@ impl<'c, 'a> Run<'c, 'a> {
             },
             at: BTreeMap::new(),
             stopped: false,
-            steps: Vec::with_capacity(capacity),
+            steps: prefix,
             scratch: Scratch::new(ctx.cap.len()),
         };
-        for s in prefix {
+        r.steps.reserve(capacity.saturating_sub(r.steps.len()));
+        for s in &r.steps {
             match &s.outcome {
                 Outcome::Placed(load) => {
                     add(&mut r.state, load);
@@ -208,7 +210,6 @@ impl<'c, 'a> Run<'c, 'a> {
                 Outcome::Stopped => r.stopped = true,
                 Outcome::Unplaced => {}
             }
-            r.steps.push(s.clone());
         }
         r.state.max_util = scan_max(ctx, &r.state);
         r

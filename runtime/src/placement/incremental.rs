@@ -174,7 +174,7 @@ impl Placement {
         let steps = reuse::rerun(
             &ctx,
             &order,
-            &self.steps,
+            std::mem::take(&mut self.steps),
             from,
             &dirty,
             &previous,

@@ -134,21 +134,22 @@ impl LoadDiff {
 pub fn rerun(
     ctx: &Ctx,
     order: &[Item],
-    old: &[Step],
+    mut old: Vec<Step>,
     from: usize,
     dirty: &BTreeSet<Endpoint>,
     previous: &BTreeMap<Endpoint, Sym>,
     work: &mut Work,
 ) -> Vec<Step> {
     let from = from.min(old.len()).min(order.len());
-    let mut run = Run::new(ctx, &old[..from], order.len());
+    let mut old_rest = old.split_off(from);
+    let mut run = Run::new(ctx, old, order.len());
     let mut diff = LoadDiff::new(ctx.switches.len(), ctx.cap.len());
     // Non-dirty VIPs decided differently from the old run: their TIPs'
     // traffic enters elsewhere, so they are decided in full.
     let mut moved: BTreeSet<Endpoint> = BTreeSet::new();
     // False once the walk through `old` lost track of D.
     let mut tracking = true;
-    let mut j = from;
+    let mut j = 0;
     for item in &order[from..] {
         if dirty.contains(&item.vip) {
             if let Outcome::Placed(l) =
@@ -161,11 +162,11 @@ pub fn rerun(
         // Non-dirty endpoints keep their relative order; the old steps
         // passed on the way are dirty ones, whose old load D loses.
         let mut same = None;
-        while tracking && j < old.len() {
-            let o = &old[j];
+        while tracking && j < old_rest.len() {
+            let o = &old_rest[j];
             j += 1;
             if o.item == *item {
-                same = Some(o);
+                same = Some(j - 1);
                 break;
             }
             if !dirty.contains(&o.item.vip) {
@@ -174,14 +175,20 @@ pub fn rerun(
                 diff.apply(l, -1);
             }
         }
-        let Some(o) = same else {
+        let Some(at) = same else {
             tracking = false;
             run.decide_next(item, previous, &mut work.evaluated);
             continue;
         };
+        let o = &mut old_rest[at];
         if !run.stopped && !(item.tip && moved.contains(&item.vip)) {
-            if let Some((load, mru, lb)) = confirm(ctx, &run, item, o, previous, &mut diff) {
-                run.place(item, load.clone(), mru, lb);
+            if let Some((mru, lb)) = confirm(ctx, &run, item, o, previous, &mut diff) {
+                // The old step is passed for good: its load moves over.
+                let Outcome::Placed(load) = std::mem::replace(&mut o.outcome, Outcome::Unplaced)
+                else {
+                    unreachable!("confirm accepts placed steps only");
+                };
+                run.place(item, load, mru, lb);
                 work.confirmed += 1;
                 continue;
             }
@@ -202,16 +209,16 @@ pub fn rerun(
     run.steps
 }
 
-/// The old step's load, the MRU and the new floor if the full decision
-/// provably keeps the endpoint where the old run put it (module doc).
-fn confirm<'o>(
+/// The MRU and the new floor if the full decision provably keeps the
+/// endpoint where the old run put it, with the old step's load (module doc).
+fn confirm(
     ctx: &Ctx,
     run: &Run,
     item: &Item,
-    old: &'o Step,
+    old: &Step,
     previous: &BTreeMap<Endpoint, Sym>,
     diff: &mut LoadDiff,
-) -> Option<(&'o Load, f64, f64)> {
+) -> Option<(f64, f64)> {
     let Outcome::Placed(load) = &old.outcome else {
         return None;
     };
@@ -220,5 +227,5 @@ fn confirm<'o>(
     }
     let mru = run.mru_of(load)?;
     let lb = run.state.max_util.max(old.floor - diff.dec(ctx) - SLACK);
-    (mru <= 1.0 && mru - lb <= ctx.model.params.delta + EPS).then_some((load, mru, lb))
+    (mru <= 1.0 && mru - lb <= ctx.model.params.delta + EPS).then_some((mru, lb))
 }
