@@ -447,12 +447,9 @@ fn table_util(ctx: &Ctx, state: &State, spec: &EndpointSpec, s: usize) -> Option
 /// [`table_util`] of a table need.
 fn need_util(ctx: &Ctx, state: &State, need: &Tables, s: usize) -> Option<f64> {
     let mut t: f64 = 0.0;
-    for i in 0..3 {
-        if need[i] > 0 {
-            t = t.max(util(
-                (state.used[s][i] + need[i]) as f64,
-                ctx.free[s][i] as f64,
-            ));
+    for (i, &n) in need.iter().enumerate() {
+        if n > 0 {
+            t = t.max(util((state.used[s][i] + n) as f64, ctx.free[s][i] as f64));
         }
     }
     t.is_finite().then_some(t)

@@ -181,7 +181,8 @@ pub fn rerun(
             continue;
         };
         let o = &mut old_rest[at];
-        if !run.stopped && !(item.tip && moved.contains(&item.vip)) {
+        let tip_of_moved = item.tip && moved.contains(&item.vip);
+        if !(run.stopped || tip_of_moved) {
             if let Some((mru, lb)) = confirm(ctx, &run, item, o, previous, &mut diff) {
                 // The old step is passed for good: its load moves over.
                 let Outcome::Placed(load) = std::mem::replace(&mut o.outcome, Outcome::Unplaced)
