@@ -113,6 +113,14 @@ def same_report(full: dict, inc: dict) -> None:
         assert inc["stats"][k] == full["stats"][k], k
 
 
+def mutated(bad: Path, good: Path, mutate) -> Path:
+    """A copy of the artifacts `good` at `bad` with one fault injected (made once per work dir)."""
+    if not bad.exists():
+        shutil.copytree(good, bad)
+        mutate(bad)
+    return bad
+
+
 def mutant_incremental_equals_full(netc_bin: str, intent: Path, good: Path, bad: Path, invariant: str,
                                    reverse: bool) -> dict:
     """Verify the change good -> bad (or bad -> good when `reverse`) in full and
@@ -263,10 +271,7 @@ def test_table_fault_on_one_instance_incremental_equals_full(
     netc_bin: str, work: Path, mutant: tuple, reverse: bool
 ) -> None:
     intent, good = flows_from_relations(netc_bin, work, "ananta")
-    bad = work / f"table-mutant-{mutant[0]}"
-    if not bad.exists():
-        shutil.copytree(good, bad)
-        mutant[2](bad)
+    bad = mutated(work / f"table-mutant-{mutant[0]}", good, mutant[2])
     inc = mutant_incremental_equals_full(netc_bin, intent, good, bad, mutant[3], reverse)
     u = inc["stats"]["incremental"]
     assert not u["full"] and u["bridges_rebuilt"] == 0, u
@@ -343,10 +348,7 @@ NF_MUTANTS = [m for m in MUTANTS if m[1] == "nfchain"]
 @pytest.mark.parametrize("reverse", [False, True], ids=["break", "repair"])
 def test_nf_fault_incremental_equals_full(netc_bin: str, work: Path, mutant: tuple, reverse: bool) -> None:
     intent, good = flows_from_relations(netc_bin, work, "nfchain")
-    bad = work / f"nf-mutant-{mutant[0]}"
-    if not bad.exists():
-        shutil.copytree(good, bad)
-        mutant[2](bad)
+    bad = mutated(work / f"nf-mutant-{mutant[0]}", good, mutant[2])
     inc = mutant_incremental_equals_full(netc_bin, intent, good, bad, mutant[3], reverse)
     u = inc["stats"]["incremental"]
     assert not u["full"] and "AFF-3" in u["tables_rerun"], u

@@ -114,29 +114,32 @@ fn peak_rss_mb() -> f64 {
         .map_or(0.0, |kb| kb / 1024.0)
 }
 
+/// Records one phase: its wall time since `t` and the peak RSS so far
+/// (printed as it ends, so a long run shows its progress).
+fn step(steps: &mut serde_json::Map<String, serde_json::Value>, name: &str, t: Instant) {
+    let s = serde_json::json!({
+        "seconds": t.elapsed().as_secs_f64(),
+        "peak_rss_mb": peak_rss_mb(),
+    });
+    eprintln!("{name}: {s}");
+    steps.insert(name.to_string(), s);
+}
+
 fn run() -> Result<(serde_json::Value, Option<PathBuf>), String> {
     let a = args()?;
     let mut steps = serde_json::Map::new();
-    let mut step = |name: &str, t: Instant| {
-        let s = serde_json::json!({
-            "seconds": t.elapsed().as_secs_f64(),
-            "peak_rss_mb": peak_rss_mb(),
-        });
-        eprintln!("{name}: {s}");
-        steps.insert(name.to_string(), s);
-    };
     let t = Instant::now();
     let artifacts = Artifacts::load(&a.artifacts).map_err(|e| e.to_string())?;
-    step("load_artifacts", t);
+    step(&mut steps, "load_artifacts", t);
     let t = Instant::now();
     let facts = base_facts(&a.schema, &a.intent)?;
     let policy = Policy::from_facts(&facts);
     drop(facts);
-    step("policy", t);
+    step(&mut steps, "policy", t);
     if a.p4_only {
         let t = Instant::now();
         let sw = netc_verify::p4::invariants::check(&artifacts, &policy);
-        step("p4_switches", t);
+        step(&mut steps, "p4_switches", t);
         return Ok((
             serde_json::json!({
                 "artifacts": a.artifacts,
@@ -161,7 +164,7 @@ fn run() -> Result<(serde_json::Value, Option<PathBuf>), String> {
         limit: 3,
     })
     .map_err(|e| format!("cannot model the artifacts: {e}"))?;
-    step("verify", t);
+    step(&mut steps, "verify", t);
     let verdicts: Vec<serde_json::Value> = report
         .verdicts
         .iter()
@@ -194,21 +197,13 @@ fn prefix(
     n: usize,
     mut steps: serde_json::Map<String, serde_json::Value>,
 ) -> Result<serde_json::Value, String> {
-    let mut step = |name: &str, t: Instant| {
-        let s = serde_json::json!({
-            "seconds": t.elapsed().as_secs_f64(),
-            "peak_rss_mb": peak_rss_mb(),
-        });
-        eprintln!("{name}: {s}");
-        steps.insert(name.to_string(), s);
-    };
     let t = Instant::now();
     let net = netc_verify::network::Network::build(artifacts, policy)
         .map_err(|e| format!("cannot model the artifacts: {e}"))?;
-    step("model", t);
+    step(&mut steps, "model", t);
     let t = Instant::now();
     let res = netc_verify::checks::run_first(&net, policy, 3, n);
-    step("paths_prefix", t);
+    step(&mut steps, "paths_prefix", t);
     if std::env::var_os("NETC_VERIFY_CACHE_SIZES").is_some() {
         netc_verify::cache_sizes(&net);
     }

@@ -597,37 +597,7 @@ proptest! {
 /// the result is still the run from scratch.
 #[test]
 fn a_vip_change_confirms_later_endpoints_instead_of_re_deciding_them() {
-    let (f, tors) = fat_tree(6);
-    let mut x: u64 = 7;
-    let mut rnd = |n: usize| {
-        x = x
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (x >> 33) as usize % n
-    };
-    let mut vips = BTreeMap::new();
-    for v in 0..2_000u32 {
-        let members: BTreeMap<Sym, i64> = (0..1 + rnd(4))
-            .map(|_| (tors[rnd(tors.len())], 1))
-            .collect();
-        let slots = members.len() as i64;
-        vips.insert(
-            Ipv4Addr::from(0x6440_0000 + v),
-            VipSpec {
-                endpoint: EndpointSpec {
-                    need: [2, slots, slots],
-                    members,
-                },
-                traffic: BTreeMap::from([(tors[rnd(tors.len())], 1 + rnd(200) as i64)]),
-                tips: BTreeMap::new(),
-            },
-        );
-    }
-    let m = Model {
-        fabric: f,
-        vips,
-        params: Params::default(),
-    };
+    let (m, tors) = random_vips(6, 2_000, 7);
     let mut p = Placement::compute(m, &BTreeMap::new());
     let new = Ipv4Addr::new(100, 99, 0, 1);
     let spec = VipSpec {
@@ -763,37 +733,7 @@ fn placement_perf_fat_tree() {
         .ok()
         .and_then(|x| x.parse().ok())
         .unwrap_or(30_000);
-    let (f, tors) = fat_tree(k);
-    let mut x: u64 = 1;
-    let mut rnd = |n: usize| {
-        x = x
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (x >> 33) as usize % n
-    };
-    let mut vips = BTreeMap::new();
-    for v in 0..n_vips {
-        let members: BTreeMap<Sym, i64> = (0..1 + rnd(4))
-            .map(|_| (tors[rnd(tors.len())], 1))
-            .collect();
-        let slots = members.len() as i64;
-        vips.insert(
-            Ipv4Addr::from(0x6440_0000 + v),
-            VipSpec {
-                endpoint: EndpointSpec {
-                    need: [2, slots, slots],
-                    members,
-                },
-                traffic: BTreeMap::from([(tors[rnd(tors.len())], 1 + rnd(200) as i64)]),
-                tips: BTreeMap::new(),
-            },
-        );
-    }
-    let m = Model {
-        fabric: f,
-        vips,
-        params: Params::default(),
-    };
+    let (m, tors) = random_vips(k, n_vips, 1);
     let t0 = std::time::Instant::now();
     let mut p = Placement::compute(m, &BTreeMap::new());
     let full = t0.elapsed();
@@ -812,4 +752,41 @@ fn placement_perf_fat_tree() {
         d.inserted.len(),
         d.deleted.len()
     );
+}
+
+/// A fat tree of `k` with `n` VIPs of 1–4 ToR members and one traffic
+/// source each, drawn by a fixed-seed LCG (the same model every run).
+fn random_vips(k: usize, n: u32, seed: u64) -> (Model, Vec<Sym>) {
+    let (fabric, tors) = fat_tree(k);
+    let mut x = seed;
+    let mut rnd = |n: usize| {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (x >> 33) as usize % n
+    };
+    let mut vips = BTreeMap::new();
+    for v in 0..n {
+        let members: BTreeMap<Sym, i64> = (0..1 + rnd(4))
+            .map(|_| (tors[rnd(tors.len())], 1))
+            .collect();
+        let slots = members.len() as i64;
+        vips.insert(
+            Ipv4Addr::from(0x6440_0000 + v),
+            VipSpec {
+                endpoint: EndpointSpec {
+                    need: [2, slots, slots],
+                    members,
+                },
+                traffic: BTreeMap::from([(tors[rnd(tors.len())], 1 + rnd(200) as i64)]),
+                tips: BTreeMap::new(),
+            },
+        );
+    }
+    let m = Model {
+        fabric,
+        vips,
+        params: Params::default(),
+    };
+    (m, tors)
 }
