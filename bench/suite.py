@@ -293,7 +293,8 @@ class Suite:
             js = self.work / f"verify-{preset}.json"
             env = {**os.environ, "CARGO_TARGET_DIR": str(self.bins["netc"].parent.parent)}
             cmd = [sys.executable, str(script), "--preset", preset, "--changes", str(a.verify_changes), "--json", str(js),
-                   "--work", str(self.work / f"verify-{preset}"), "--mem-limit", str(self.cap), "--skip-build"]
+                   "--work", str(self.work / f"verify-{preset}"), "--mem-limit", str(self.cap), "--skip-build",
+                   "--binaries-commit", self.doc["commit"]]
             r = self.step(f"{preset} verification (full + {a.verify_changes} incremental)", cmd, env=env, keep_stdout=False)
             if r["rc"] == 0 and js.exists():
                 ver[preset] = {"status": "ok", "result": json.loads(js.read_text()), "process": r}

@@ -45,6 +45,22 @@ def run(cmd: list[str], limit: int, **kw) -> subprocess.CompletedProcess:
     return subprocess.run(full, text=True, **kw)
 
 
+def binaries_commit(a: argparse.Namespace) -> tuple[str, str]:
+    """The commit the measured binaries come from, and how that is known: the
+    tree's HEAD says nothing about binaries built elsewhere (--skip-build), and
+    a build here includes the working tree's uncommitted edits."""
+    git = lambda *args: subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True).stdout  # noqa: E731
+    head = git("rev-parse", "--short", "HEAD").strip() or "unknown"
+    if a.skip_build:
+        if a.binaries_commit:
+            return a.binaries_commit, f"prebuilt in {target_dir() / 'release'}, from {a.binaries_commit} (as the caller said)"
+        return "unknown", f"prebuilt in {target_dir() / 'release'}, commit not given (--binaries-commit); the tree was at {head}"
+    modified = [line for line in git("status", "--porcelain", "--untracked-files=no").splitlines() if line]
+    if modified:
+        return f"{head}-dirty", f"built here from the working tree at {head} with {len(modified)} tracked files modified"
+    return head, f"built here from {head} (clean tree)"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--preset", default="M", choices=["S", "M", "L"])
@@ -52,7 +68,10 @@ def main() -> int:
     ap.add_argument("--json", type=Path, help="output file")
     ap.add_argument("--work", type=Path, default=Path("/tmp/netc-bench-verify"), help="scratch dir (scenario, artifacts)")
     ap.add_argument("--mem-limit", type=int, default=12_000_000_000, help="address-space cap per step, bytes (0 = none)")
-    ap.add_argument("--skip-build", action="store_true")
+    ap.add_argument("--skip-build", action="store_true",
+                    help="use the binaries already in $CARGO_TARGET_DIR/release (say which commit with --binaries-commit)")
+    ap.add_argument("--binaries-commit", help="with --skip-build: the commit the prebuilt binaries were built from "
+                    "(recorded as `commit` and in the file name; without it, `unknown`)")
     a = ap.parse_args()
 
     if not a.skip_build:
@@ -85,10 +104,11 @@ def main() -> int:
     if d.returncode:
         return 1
     res = json.loads(d.stdout)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+    commit, binaries = binaries_commit(a)
     res.update({
         "preset": a.preset,
         "commit": commit,
+        "binaries": binaries,
         "date": datetime.date.today().isoformat(),
         "compile": {"seconds": compile_s, "peak_rss_mb": max(compile_rss, before) / 1024},
         "machine": {"cpus": os.cpu_count(), "load_1m": os.getloadavg()[0]},
