@@ -12,6 +12,7 @@
 //! - [`check`] resolves names, infers and checks types, and stratifies.
 //! - [`lower`] turns the checked program into the [`plan`] IR.
 //! - [`souffle_export`] prints a plan as a pure-Souffle program.
+//! - [`fxhash`] is the fast hasher the engine and the verifier share.
 //!
 //! [`compile`] runs the whole pipeline. This crate knows nothing about
 //! differential dataflow: the plan is plain data.
@@ -28,6 +29,7 @@ pub mod check;
 pub mod lower;
 pub mod plan;
 pub mod souffle_export;
+pub mod fxhash;
 
 use diagnostics::Diagnostics;
 use source::SourceMap;

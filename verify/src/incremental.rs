@@ -443,39 +443,9 @@ fn paired<K: Eq + std::hash::Hash>(old: &[K], new: &[K]) -> Vec<Option<u32>> {
         .collect()
 }
 
-/// A fast hasher for [`positions`]' keys (row and flow texts, hashed by
-/// the tens of thousands per update; no adversary chooses them): each
-/// 8-byte word is mixed in by xor, multiply and rotate.
-#[derive(Default)]
-struct QuickHasher(u64);
-
-impl std::hash::Hasher for QuickHasher {
-    fn finish(&self) -> u64 {
-        self.0 ^ (self.0 >> 29)
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        let mut words = bytes.chunks_exact(8);
-        for w in &mut words {
-            let x = u64::from_le_bytes(w.try_into().unwrap_or([0; 8]));
-            self.mix(x);
-        }
-        let rest = words.remainder();
-        if !rest.is_empty() {
-            let mut b = [0u8; 8];
-            b[..rest.len()].copy_from_slice(rest);
-            self.mix(u64::from_le_bytes(b) ^ ((rest.len() as u64) << 59));
-        }
-    }
-}
-
-impl QuickHasher {
-    fn mix(&mut self, x: u64) {
-        self.0 = ((self.0 ^ x).wrapping_mul(0x9e37_79b9_7f4a_7c15)).rotate_left(23);
-    }
-}
-
-type Quick = std::hash::BuildHasherDefault<QuickHasher>;
+/// The hasher of [`positions`]' keys (row and flow texts, hashed by the
+/// tens of thousands per update; no adversary chooses them).
+type Quick = std::hash::BuildHasherDefault<netc_compiler::fxhash::FxHasher>;
 
 /// VM (tenant, name) → index in a policy's VMs (rebuilt per update that
 /// changes the VM list: tens of thousands of names hashed).
