@@ -293,8 +293,9 @@ class Suite:
             js = self.work / f"verify-{preset}.json"
             env = {**os.environ, "CARGO_TARGET_DIR": str(self.bins["netc"].parent.parent)}
             cmd = [sys.executable, str(script), "--preset", preset, "--changes", str(a.verify_changes), "--json", str(js),
-                   "--work", str(self.work / f"verify-{preset}"), "--mem-limit", str(self.cap), "--skip-build",
-                   "--binaries-commit", self.doc["commit"]]
+                   "--work", str(self.work / f"verify-{preset}"), "--mem-limit", str(self.cap), "--skip-build"]
+            if a.from_head:  # built from a snapshot of that commit; otherwise run.py records `unknown`
+                cmd += ["--binaries-commit", self.doc["commit"]]
             r = self.step(f"{preset} verification (full + {a.verify_changes} incremental)", cmd, env=env, keep_stdout=False)
             if r["rc"] == 0 and js.exists():
                 ver[preset] = {"status": "ok", "result": json.loads(js.read_text()), "process": r}
@@ -553,7 +554,6 @@ def main() -> int:
         suite = Suite(args, bins, work, doc, out)
         suite.save()
         log(f"binaries: {source}; JSON (rewritten after every step): {out}")
-        # Cheapest and most informative first; L last, since it may not fit or may take longest.
         # S's steps first (they run while others may hold --lock); then, under the lock, the steps
         # the targets hang on before the longer references: M and L compile + warm changes, the
         # Hoverboard points, verification of M (and L), clingo on M.

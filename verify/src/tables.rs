@@ -93,18 +93,9 @@ fn vectors_of(a: &Artifacts, only: Option<&BTreeSet<Endpoint>>) -> BTreeMap<Endp
         }
         for r in a.rows(vrel) {
             let v = &r.vals;
-            let (Some(vip), Some(p), Some(port), Some(n)) = (
-                v.get(2).and_then(|t| parse_ip(t)),
-                num(v, 3),
-                num(v, 4),
-                num(v, 5),
-            ) else {
+            let (Some(ep), Some(n)) = (endpoint_at(v, 2).filter(&wanted), num(v, 5)) else {
                 continue;
             };
-            let ep = (vip, p as u8, port as u16);
-            if !wanted(&ep) {
-                continue;
-            }
             let list = out.entry(ep).or_default();
             if list.iter().any(|x| x.instance == v[0] && x.table == vrel) {
                 continue;

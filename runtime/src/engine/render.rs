@@ -120,6 +120,12 @@ impl Routes {
         }
     }
 
+    /// Whether no other stratum reads `rel`: its stratum, if flat, hands
+    /// it on counted (see module docs).
+    pub fn unread(&self, rel: RelId) -> bool {
+        self.derived[rel].is_empty()
+    }
+
     /// The number of pieces.
     pub fn pieces(&self) -> usize {
         self.reads.len()
@@ -134,7 +140,7 @@ pub fn counted_relations(plan: &Plan) -> Vec<bool> {
     let mut counted = vec![false; plan.relations.len()];
     for s in plan.strata.iter().filter(|s| !s.recursive) {
         for &r in &s.relations {
-            counted[r] = routes.derived[r].is_empty();
+            counted[r] = routes.unread(r);
         }
     }
     counted
@@ -375,13 +381,17 @@ fn capture<'s>(
     stream.probe_with(probe);
 }
 
+/// A relation's base input and rule outputs as one collection.
+fn concat<'s, T: Time>(parts: Vec<Coll<'s, T>>) -> Coll<'s, T> {
+    let mut parts = parts.into_iter();
+    let first = parts.next().expect("every relation has a base input");
+    first.concatenate(parts)
+}
+
 /// `distinct(concat(parts))`, registered as the relation's collection and
 /// as its full-width key set (negation of the whole tuple reuses it).
 fn finish<'s, T: Time>(env: &mut Env<'s, T>, rel: RelId, parts: Vec<Coll<'s, T>>) -> Coll<'s, T> {
-    let mut parts = parts.into_iter();
-    let first = parts.next().expect("every relation has a base input");
-    let all = first.concatenate(parts);
-    let arr = distinct_arranged(all, &format!("Distinct {}", env.names[rel]));
+    let arr = distinct_arranged(concat(parts), &format!("Distinct {}", env.names[rel]));
     env.put_keyset(
         rel,
         (0..env.arities[rel]).collect(),
@@ -393,22 +403,14 @@ fn finish<'s, T: Time>(env: &mut Env<'s, T>, rel: RelId, parts: Vec<Coll<'s, T>>
 /// A flat stratum's `distinct(concat(parts))`: no output arrangement (see
 /// [`distinct_total`]; nothing in the piece negates its own relation).
 fn finish_flat<'s>(env: &Env<'s, u64>, rel: RelId, parts: Vec<Coll<'s, u64>>) -> Coll<'s, u64> {
-    let mut parts = parts.into_iter();
-    let first = parts.next().expect("every relation has a base input");
-    distinct_total(
-        first.concatenate(parts),
-        &format!("Distinct {}", env.names[rel]),
-    )
+    distinct_total(concat(parts), &format!("Distinct {}", env.names[rel]))
 }
 
 /// A counted relation's `base ∪ rule outputs` as a multiset, each row on
 /// the worker its hash names (so one worker's captured part holds all of a
 /// row's changes and the driver's counts never go below zero mid-epoch).
 fn finish_counted<'s>(parts: Vec<Coll<'s, u64>>) -> Coll<'s, u64> {
-    let mut parts = parts.into_iter();
-    let first = parts.next().expect("every relation has a base input");
-    first
-        .concatenate(parts)
+    concat(parts)
         .inner
         .exchange(|(t, _, _): &(Tuple, u64, isize)| t.route())
         .as_collection()
@@ -430,7 +432,7 @@ fn render_flat<'s>(
         parts.entry(rule.head).or_default().push(out);
     }
     for (rel, p) in parts {
-        let c = if routes.derived[rel].is_empty() {
+        let c = if routes.unread(rel) {
             finish_counted(p)
         } else {
             finish_flat(env, rel, p)
