@@ -4,6 +4,7 @@
     python3 bench/suite.py --from-head --lock /tmp/netc-bigmem.lock --plots docs/perf   # everything, one run (~45-60 min on 2 cores)
     python3 bench/suite.py --presets S M                    # without L (still verification and clingo)
     python3 bench/suite.py --quick --skip-build             # S only, 50 changes per kind (CI-sized)
+    python3 bench/suite.py --replot A.json B.json --plots docs/perf   # plots only, from earlier runs
 
 Everything below runs in ONE invocation, so the figures are comparable:
   per preset (S; then M and L):
@@ -410,6 +411,28 @@ def table(doc: dict) -> str:
     return "\n".join(lines)
 
 
+def merged_results(files: list[Path]) -> dict:
+    """One document from several suite runs, for plots only: per preset and per Hoverboard
+    VM count the last file that has it wins (e.g. S and M from a whole-suite run, L from a
+    later `--presets L` run). Each preset keeps the commit it was measured with."""
+    presets: dict[str, dict] = {}
+    hover: dict[int, dict] = {}
+    for f in files:
+        d = json.loads(f.read_text())
+        if d.get("suite") != "issue-8":
+            raise ValueError(f"{f} is not a suite result (its 'suite' field is {d.get('suite')!r})")
+        for r in d["presets"]:
+            presets[r["preset"]] = {**r, "commit": d.get("commit")}
+        for h in d.get("hoverboard_scaling", []):
+            if h.get("flows"):
+                hover[h["vms"]] = h
+    order = {"S": 0, "M": 1, "L": 2}
+    return {
+        "presets": sorted(presets.values(), key=lambda r: order.get(r["preset"], 9)),
+        "hoverboard_scaling": [hover[v] for v in sorted(hover)],
+    }
+
+
 def plots(doc: dict, out: Path) -> list[str]:
     try:
         import matplotlib
@@ -433,7 +456,8 @@ def plots(doc: dict, out: Path) -> list[str]:
         ax.set_xscale("log")
         ax.set_xlabel("latency, commit → rendered device deltas (ms, log; wall)")
         ax.set_ylabel("fraction of changes")
-        ax.set_title(f"netc single intent changes, preset {r['preset']} (warm engine)")
+        at = f", binaries of {r['commit']}" if r.get("commit") else ""
+        ax.set_title(f"netc single intent changes, preset {r['preset']} (warm engine{at})")
         ax.axvline(5, color="grey", ls="--", lw=0.8, label="p50 target 5 ms")
         ax.axvline(50, color="grey", ls=":", lw=0.8, label="p99 target 50 ms")
         ax.legend(fontsize=8)
@@ -495,7 +519,25 @@ def main() -> int:
     ap.add_argument("--lock", type=Path, default=None, help="a shared machine's big-memory lock: flocked before the first step that may pass 2 GB (M, L, clingo M, Hoverboard 100k) and held to the end")
     ap.add_argument("--out", type=Path, default=None, help="JSON path (default bench/results/suite-<date>-<commit>.json)")
     ap.add_argument("--plots", type=Path, default=None, help="write PNG plots into DIR")
+    ap.add_argument(
+        "--replot",
+        type=Path,
+        nargs="+",
+        default=None,
+        metavar="JSON",
+        help="run nothing: draw the plots (into --plots) from these result files; a preset or Hoverboard point in a later file replaces an earlier one's",
+    )
     args = ap.parse_args()
+    if args.replot:
+        if not args.plots:
+            ap.error("--replot needs --plots DIR (where to write the PNGs)")
+        try:
+            doc = merged_results(args.replot)
+        except (OSError, ValueError, KeyError) as e:
+            ap.error(f"--replot: {e}")
+        for f in plots(doc, args.plots):
+            log(f"wrote {f}")
+        return 0
     ran = [pr for pr in ("S", "M", "L") if pr in args.presets]
     if args.verify is None:
         args.verify = ran

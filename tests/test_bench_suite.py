@@ -1,0 +1,106 @@
+"""bench/suite.py's result handling, without running a benchmark.
+
+`--replot` draws docs/perf's PNGs from earlier result files (e.g. S and M from a
+whole-suite run, L from a later `--presets L` run). These tests build small
+result documents in the suite's own shape, so they check the merge rule (a later
+file's preset replaces an earlier one's), the plots written, and the errors for
+files that are not suite results.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SUITE = REPO / "bench" / "suite.py"
+
+
+def _suite_module():
+    spec = importlib.util.spec_from_file_location("netc_bench_suite", SUITE)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _preset(name: str, vms: int, wall_s: float, p50: float) -> dict:
+    samples = [p50 * (0.5 + i / 10) for i in range(10)]
+    return {
+        "preset": name,
+        "compile": {"rc": 0, "wall_s": wall_s, "peak_rss_mib": vms / 10},
+        "warm": {"vms": vms, "changes": {"add_vm": {"samples_ms": samples}}},
+    }
+
+
+def _result(path: Path, commit: str, presets: list[dict], hover: list[dict] | None = None) -> Path:
+    path.write_text(
+        json.dumps({"suite": "issue-8", "commit": commit, "presets": presets, "hoverboard_scaling": hover or []})
+    )
+    return path
+
+
+def test_merge_keeps_the_last_file_per_preset_and_its_commit(tmp_path):
+    first = _result(
+        tmp_path / "a.json",
+        "aaaaaaa",
+        [_preset("S", 1000, 1.0, 3.0), _preset("M", 10000, 12.0, 4.0)],
+        [{"vms": 1000, "flows": 12000}, {"vms": 10000, "flows": 0}],
+    )
+    second = _result(
+        tmp_path / "b.json",
+        "bbbbbbb",
+        [_preset("L", 100000, 150.0, 20.0), _preset("M", 10000, 9.0, 2.0)],
+        [{"vms": 10000, "flows": 121000}],
+    )
+    doc = _suite_module().merged_results([first, second])
+    assert [r["preset"] for r in doc["presets"]] == ["S", "M", "L"]
+    by = {r["preset"]: r for r in doc["presets"]}
+    assert by["S"]["commit"] == "aaaaaaa"
+    assert by["M"]["commit"] == "bbbbbbb" and by["M"]["compile"]["wall_s"] == 9.0
+    assert by["L"]["commit"] == "bbbbbbb"
+    # a Hoverboard point without flows (a failed compile) never replaces or adds a point
+    assert [(h["vms"], h["flows"]) for h in doc["hoverboard_scaling"]] == [(1000, 12000), (10000, 121000)]
+
+
+def test_replot_writes_every_plot(tmp_path):
+    res = _result(
+        tmp_path / "r.json",
+        "ccccccc",
+        [_preset("S", 1000, 1.0, 3.0), _preset("L", 100000, 150.0, 20.0)],
+        [{"vms": 1000, "flows": 12000}, {"vms": 100000, "flows": 1200000}],
+    )
+    out = tmp_path / "plots"
+    r = subprocess.run(
+        [sys.executable, str(SUITE), "--replot", str(res), "--plots", str(out)], capture_output=True, text=True
+    )
+    assert r.returncode == 0, r.stderr
+    made = sorted(p.name for p in out.iterdir())
+    assert made == ["cdf-L.png", "cdf-S.png", "compile-scaling.png", "hoverboard-flows.png"]
+    for p in out.iterdir():
+        assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize(
+    ("content", "args", "message"),
+    [
+        ('{"result": {}}', ["--plots", "OUT"], "is not a suite result"),
+        ("{not json", ["--plots", "OUT"], "--replot:"),
+        (None, ["--plots", "OUT"], "No such file"),
+        ('{"suite": "issue-8", "presets": []}', [], "--replot needs --plots"),
+    ],
+)
+def test_replot_rejects_bad_input_with_a_clear_error(tmp_path, content, args, message):
+    f = tmp_path / "in.json"
+    if content is not None:
+        f.write_text(content)
+    args = [str(tmp_path / "plots") if a == "OUT" else a for a in args]
+    r = subprocess.run([sys.executable, str(SUITE), "--replot", str(f), *args], capture_output=True, text=True)
+    assert r.returncode == 2
+    assert message in r.stderr
+    assert "Traceback" not in r.stderr
+    assert not (tmp_path / "plots").exists()
