@@ -152,6 +152,8 @@ pub fn run(a: &IntentArgs) -> Result<Json, String> {
         let mut records = Vec::with_capacity(steps.len());
         let mut cpu_ms = Vec::with_capacity(steps.len());
         let mut phases = Phases::default();
+        // With the engine's trace on, mark which epoch is the timed change.
+        let mark = std::env::var_os("NETC_ENGINE_TRACE").is_some();
         for s in &steps {
             commit(&mut engine, &s.setup)?;
             let mut removed = None;
@@ -162,6 +164,9 @@ pub fn run(a: &IntentArgs) -> Result<Json, String> {
                         .map_err(|e| e.to_string())?;
                     removed = Some(r);
                 }
+            }
+            if mark {
+                eprintln!("netc-trace timed {kind}");
             }
             let mut clock = PhaseClock::start();
             let t = Instant::now();

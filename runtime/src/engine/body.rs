@@ -14,7 +14,10 @@
 //!   narrow (usually inline tuples) and arrangements small.
 //! - Fusion: a join or bind computes its output — the next rows, or the
 //!   rule's head when it is the last step — straight from the virtual row
-//!   "left ++ bound columns", with no intermediate row or extra operator. A
+//!   "left ++ bound columns", with no intermediate row or extra operator;
+//!   the filters right after a scan, join, bind or aggregate are checked on
+//!   that virtual row in the same closure (no `filter` operator, and a body
+//!   ending in filters emits its head there too). A
 //!   body starting with a plain scan and a join by slots joins two shared
 //!   arrangements (see [`scan_join`]).
 
@@ -26,7 +29,7 @@ use super::tuple::Tuple;
 use differential_dataflow::operators::arrange::Arranged;
 use differential_dataflow::trace::implementations::{ValBuilder, ValSpine};
 use netc_compiler::ast::AggFunc;
-use netc_compiler::plan::{Body, ColPat, Expr, Plan, RelId, RulePlan, Scan, Source, Step};
+use netc_compiler::plan::{Body, ColPat, Cond, Expr, Plan, RelId, RulePlan, Scan, Source, Step};
 use netc_compiler::types::Prim;
 use netc_compiler::value::{Value, F64};
 use std::collections::BTreeSet;
@@ -124,17 +127,41 @@ struct Emit {
     /// The output rows' layout (unused for a head).
     layout: Layout,
     head: bool,
+    /// The conditions of the `Filter` steps right after the step, fused
+    /// into it (over the virtual row): a row failing one is not emitted.
+    conds: Vec<Cond>,
+}
+
+/// How many `Filter` steps follow step `i` directly: a materializing step
+/// checks them itself (see [`Emit::conds`]) instead of one operator each.
+fn filters_after(steps: &[Step], i: usize) -> usize {
+    steps[i + 1..]
+        .iter()
+        .take_while(|s| matches!(s, Step::Filter(_)))
+        .count()
+}
+
+/// The conditions of `steps[from..to]` (all filters), over layout `virt`.
+fn fused_conds(steps: &[Step], from: usize, to: usize, virt: &Layout) -> Vec<Cond> {
+    steps[from..to]
+        .iter()
+        .filter_map(|s| match s {
+            Step::Filter(c) => Some(virt.cond(c)),
+            _ => None,
+        })
+        .collect()
 }
 
 impl Emit {
     /// Over a virtual row laid out as `virt`: the head if `head` is given,
-    /// else the slots of `keep` (in `virt`'s order).
+    /// else the slots of `keep` (in `virt`'s order); no fused conditions.
     fn new(virt: &Layout, keep: &BTreeSet<usize>, head: Option<&[Expr]>) -> Emit {
         match head {
             Some(es) => Emit {
                 prog: RowProg::new(&virt.exprs(es)),
                 layout: Layout(vec![]),
                 head: true,
+                conds: Vec::new(),
             },
             None => {
                 let kept: Vec<usize> = virt
@@ -147,8 +174,19 @@ impl Emit {
                     prog: virt.keep(&kept),
                     layout: Layout(kept),
                     head: false,
+                    conds: Vec::new(),
                 }
             }
+        }
+    }
+
+    /// The row to emit from a virtual row, if it passes the fused conditions.
+    #[inline]
+    fn apply<R: eval::Slots>(&self, row: &R) -> Option<Tuple> {
+        if self.conds.iter().all(|c| eval::holds(c, row)) {
+            self.prog.apply(row)
+        } else {
+            None
         }
     }
 }
@@ -192,6 +230,14 @@ fn render_body<'s, T: Time>(
             None
         }
     };
+    // A materializing step at `i` over virtual layout `virt`, with the
+    // filters right after it fused in; also the index of the next step.
+    let emit_at = |i: usize, virt: &Layout| {
+        let last = i + filters_after(steps, i);
+        let mut emit = Emit::new(virt, &live[last], head_at(last));
+        emit.conds = fused_conds(steps, i + 1, last + 1, virt);
+        (emit, last + 1)
+    };
     let counters = env.counters.clone();
     let mut skip = 0;
     let mut done = false;
@@ -205,20 +251,20 @@ fn render_body<'s, T: Time>(
             let cp = ColProg::new(&scan.cols);
             let nb = cp.binds().len();
             if let Some(sj) = scan_join(scan, steps.first()) {
-                skip = 1;
                 let l = env.arrangement(scan.rel, &sj.left)?;
                 let r = env.arrangement(sj.rel, sj.right_key)?;
                 let rcp = ColProg::new(sj.cols);
                 let k = rcp.binds().len();
-                let emit = Emit::new(&Layout::identity(nb).extended(nb, k), &live[0], head_at(0));
+                let (mut emit, next) = emit_at(0, &Layout::identity(nb).extended(nb, k));
+                skip = next;
                 done = emit.head;
-                let (prog, out) = (emit.prog, emit.layout);
+                let out = Layout(std::mem::take(&mut emit.layout.0));
                 let rows = join_arrs(&l, &r, move |a, b| {
                     counters.tick();
                     if !rcp.matches(b) {
                         return None;
                     }
-                    prog.apply(&Joined {
+                    emit.apply(&Joined {
                         left: a,
                         right: b,
                         binds: rcp.binds(),
@@ -227,14 +273,28 @@ fn render_body<'s, T: Time>(
                 (rows, out, nb + k)
             } else {
                 let c = env.coll(scan.rel)?;
-                let emit = Emit::new(
-                    &Layout::identity(nb),
-                    &needed_first(&live),
-                    if steps.is_empty() { tail.head() } else { None },
-                );
+                // Filters at the start are fused into the scan.
+                let f = steps
+                    .iter()
+                    .take_while(|s| matches!(s, Step::Filter(_)))
+                    .count();
+                let virt = Layout::identity(nb);
+                let mut emit = if f == 0 {
+                    Emit::new(
+                        &virt,
+                        &needed_first(&live),
+                        if steps.is_empty() { tail.head() } else { None },
+                    )
+                } else {
+                    let mut e = Emit::new(&virt, &live[f - 1], head_at(f - 1));
+                    e.conds = fused_conds(steps, 0, f, &virt);
+                    e
+                };
+                skip = f;
                 done = emit.head;
-                let (prog, out) = (emit.prog, emit.layout);
-                let rows = if cp.is_identity() && prog.is_identity(nb) {
+                let out = Layout(std::mem::take(&mut emit.layout.0));
+                let rows = if cp.is_identity() && emit.conds.is_empty() && emit.prog.is_identity(nb)
+                {
                     c
                 } else {
                     let empty = Tuple::empty();
@@ -243,7 +303,7 @@ fn render_body<'s, T: Time>(
                         if !cp.matches(&t) {
                             return None;
                         }
-                        prog.apply(&Joined {
+                        emit.apply(&Joined {
                             left: &empty,
                             right: &t,
                             binds: cp.binds(),
@@ -254,8 +314,12 @@ fn render_body<'s, T: Time>(
             }
         }
     };
-    for (i, step) in steps.iter().enumerate().skip(skip) {
+    let mut i = skip;
+    while i < steps.len() {
+        let step = &steps[i];
         let counters = env.counters.clone();
+        // The next step to render (past the filters a step fused).
+        let mut next = i + 1;
         match step {
             Step::Join {
                 rel,
@@ -266,22 +330,23 @@ fn render_body<'s, T: Time>(
                 let arr = env.arrangement(*rel, right_key)?;
                 let rcp = ColProg::new(cols);
                 let k = rcp.binds().len();
-                let emit = Emit::new(&layout.extended(lw, k), &live[i], head_at(i));
+                let (mut emit, after) = emit_at(i, &layout.extended(lw, k));
+                next = after;
                 lw += k;
                 done = emit.head;
-                let prog = emit.prog;
+                let out = Layout(std::mem::take(&mut emit.layout.0));
                 rows = join(keyed(rows, layout.exprs(left_key)), &arr, move |row, t| {
                     counters.tick();
                     if !rcp.matches(t) {
                         return None;
                     }
-                    prog.apply(&Joined {
+                    emit.apply(&Joined {
                         left: row,
                         right: t,
                         binds: rcp.binds(),
                     })
                 });
-                layout = emit.layout;
+                layout = out;
             }
             Step::AntiJoin {
                 rel,
@@ -307,16 +372,17 @@ fn render_body<'s, T: Time>(
             }
             Step::Bind(e) => {
                 let e = layout.expr(e);
-                let emit = Emit::new(&layout.extended(lw, 1), &live[i], head_at(i));
+                let (mut emit, after) = emit_at(i, &layout.extended(lw, 1));
+                next = after;
                 lw += 1;
                 done = emit.head;
-                let prog = emit.prog;
+                let out = Layout(std::mem::take(&mut emit.layout.0));
                 rows = rows.flat_map(move |r| {
                     counters.tick();
                     let extra = eval::eval(&e, &r)?;
-                    prog.apply(&Appended { row: &r, extra })
+                    emit.apply(&Appended { row: &r, extra })
                 });
-                layout = emit.layout;
+                layout = out;
             }
             Step::Aggregate {
                 func,
@@ -325,9 +391,11 @@ fn render_body<'s, T: Time>(
                 value,
                 result,
             } => {
-                let emit = Emit::new(&layout.extended(lw, 1), &live[i], head_at(i));
+                let (mut emit, after) = emit_at(i, &layout.extended(lw, 1));
+                next = after;
                 lw += 1;
                 done = emit.head;
+                let out = Layout(std::mem::take(&mut emit.layout.0));
                 let gkey = layout.exprs(&group.iter().map(|&g| Expr::Slot(g)).collect::<Vec<_>>());
                 let agg = render_aggregate(
                     env,
@@ -339,17 +407,17 @@ fn render_body<'s, T: Time>(
                     value.as_ref(),
                     *result,
                 )?;
-                let prog = emit.prog;
                 rows = join(keyed(rows, gkey), &Arr::Own(agg), move |row, res| {
                     counters.tick();
-                    prog.apply(&Appended {
+                    emit.apply(&Appended {
                         row,
                         extra: res.get(0)?,
                     })
                 });
-                layout = emit.layout;
+                layout = out;
             }
         }
+        i = next;
     }
     if done {
         return Ok((rows, Layout(vec![])));

@@ -15,6 +15,7 @@
 //! - `driver.rs`: the timely worker threads, epochs, capture and shutdown.
 //! - `render.rs`: plan → dataflows on one worker, one per stratum (its
 //!   input, loops, capture), each run only when something it reads changed.
+//! - `trace.rs`: `NETC_ENGINE_TRACE`, per-piece counts and times of each epoch.
 //! - `body.rs`: rule bodies (joins, negation, filters, binds, aggregates),
 //!   carrying only live slots and fusing each join with what follows it.
 //! - `arrange.rs`: arrangement types and the per-scope sharing cache.
@@ -34,6 +35,7 @@ mod driver;
 mod eval;
 mod mirror;
 mod render;
+mod trace;
 mod tuple;
 mod validate;
 

@@ -46,6 +46,7 @@ use super::arrange::{
     distinct_arranged, distinct_total, keys_collection, Coll, Counters, Env, Inner, KeyArr, Time,
 };
 use super::body::{render_rule, scan_join};
+use super::trace::Trace;
 use super::tuple::Tuple;
 use differential_dataflow::input::InputSession;
 use differential_dataflow::operators::iterate::VecVariable;
@@ -172,6 +173,9 @@ pub struct Piece {
     pub captured: Captured,
     /// How many times the piece has run (its input's time).
     pub time: u64,
+    /// Timely identifiers its dataflow took — operators and channels — a
+    /// measure of its size (for `NETC_ENGINE_TRACE`).
+    pub operators: usize,
 }
 
 /// What a worker keeps after building: its pieces and how they connect.
@@ -183,6 +187,8 @@ pub struct Built {
     /// The current epoch's stamp (`epoch + 1`), read by capture operators.
     pub stamp: Rc<Cell<u64>>,
     pub counters: Rc<Counters>,
+    /// `NETC_ENGINE_TRACE`'s per-piece lines, when it is set.
+    pub trace: Option<Trace>,
 }
 
 impl Built {
@@ -228,7 +234,10 @@ pub fn build(worker: &mut Worker, plan: &Plan, dirty: Dirty) -> Result<Built, St
             arities: arities.clone(),
             counters: counters.clone(),
         };
-        pieces.push(worker.dataflow::<u64, _, _>(|scope| build_piece(scope, ctx))?);
+        let first = worker.peek_identifier();
+        let mut piece = worker.dataflow::<u64, _, _>(|scope| build_piece(scope, ctx))?;
+        piece.operators = worker.peek_identifier() - first;
+        pieces.push(piece);
     }
     Ok(Built {
         pieces,
@@ -236,6 +245,7 @@ pub fn build(worker: &mut Worker, plan: &Plan, dirty: Dirty) -> Result<Built, St
         dirty,
         stamp,
         counters,
+        trace: Trace::from_env(plan, worker.index()),
     })
 }
 
@@ -325,6 +335,7 @@ fn build_piece(scope: Scope<'_, u64>, ctx: PieceCtx<'_>) -> Result<Piece, String
         probe,
         captured,
         time: 0,
+        operators: 0,
     })
 }
 
