@@ -352,3 +352,79 @@ def test_nf_fault_incremental_equals_full(netc_bin: str, work: Path, mutant: tup
     inc = mutant_incremental_equals_full(netc_bin, intent, good, bad, mutant[3], reverse)
     u = inc["stats"]["incremental"]
     assert not u["full"] and "AFF-3" in u["tables_rerun"], u
+
+
+# ------------------------------------------------ AFF-1 citations when the rows above them move
+
+# An AFF-1 finding cites its row's `file:line`. A row inserted above it (one
+# no check or trace reads: a Mux that holds no VIP traffic) moves that line
+# and nothing else; the update re-reads only the rows that differ
+# (`lb.rs`, `table_recheck.rs`), so a finding kept with its old citation,
+# or a load-balancer row id not renumbered, would differ from the full
+# report. The cited line must really move (else the test proves nothing).
+SHIFTS = [
+    # (mutant, relation, row inserted first)
+    ("mux-tunnel-wrong-host", "agent_mux_tunnel", ["mux9", "0", "10.9.9.9", "192.168.0.9", "02:00:00:00:09:09"]),
+    ("empty-vector-slot", "agent_mux_vip", ["mux9", "1", "198.18.0.1", "6", "9", "0"]),
+]
+
+
+@pytest.mark.parametrize(("mutant_name", "rel", "row"), SHIFTS, ids=[s[0] for s in SHIFTS])
+@pytest.mark.parametrize("reverse", [False, True], ids=["insert", "remove"])
+def test_aff1_citation_follows_its_moved_line(
+    netc_bin: str, work: Path, mutant_name: str, rel: str, row: list[str], reverse: bool
+) -> None:
+    from test_verify import read_rows, write_rows
+
+    mutant = next(m for m in TABLE_MUTANTS if m[0] == mutant_name)
+    intent, good = flows_from_relations(netc_bin, work, "ananta")
+    bad = mutated(work / f"table-mutant-{mutant[0]}", good, mutant[2])
+    shifted = work / f"shifted-{mutant[0]}"
+    if not shifted.exists():
+        shutil.copytree(bad, shifted)
+        write_rows(shifted, rel, [row, *read_rows(shifted, rel)])
+    old, new = (shifted, bad) if reverse else (bad, shifted)
+    _, before, _ = verify(netc_bin, ["--artifacts", str(old), str(intent)])
+    rc_full, full, err = verify(netc_bin, ["--artifacts", str(new), str(intent)])
+    rc_inc, inc, err2 = verify(netc_bin, ["--artifacts", str(new), "--since", str(old), str(intent)])
+    aff1 = lambda r: next(v for v in r["verdicts"] if v["invariant"] == "AFF-1")  # noqa: E731
+    assert rc_full == 1 and aff1(full)["status"] == "violated", err
+    assert aff1(full) != aff1(before), "the inserted row moved no cited line"
+    assert rc_inc == 1, err2
+    assert not inc["stats"]["incremental"]["full"], inc["stats"]["incremental"]
+    same_report(full, inc)
+
+
+# ------------------------------------------------ NF taps appearing or disappearing in an update
+
+# Which bridges tap is kept across updates and re-read only for the dirty
+# devices. Here every tap of nfchain goes (table 45's flows that send to an
+# NF group) or comes back, with the IDS hashing asymmetrically (an AFF-3
+# fault): a tap state not updated when taps appear would skip AFF-3 and keep
+# the untapped generation's vacuous verdict.
+def untap(d: Path) -> None:
+    from test_verify import read_rows, write_rows
+
+    rows = read_rows(d, "ovs_flow")
+    kept = [r for r in rows if not (r[1] == "45" and "group:" in r[4])]
+    assert len(kept) < len(rows), "nfchain has no tap to remove"
+    write_rows(d, "ovs_flow", kept)
+
+
+@pytest.mark.parametrize("reverse", [False, True], ids=["taps-appear", "taps-disappear"])
+def test_nf_taps_appearing_or_disappearing_incremental_equals_full(netc_bin: str, work: Path, reverse: bool) -> None:
+    mutant = next(m for m in NF_MUTANTS if m[0] == "nf-asymmetric-hash")
+    intent, good = flows_from_relations(netc_bin, work, "nfchain")
+    tapped = mutated(work / f"nf-mutant-{mutant[0]}", good, mutant[2])
+    untapped = mutated(work / "nf-untapped", good, untap)
+    old, new = (tapped, untapped) if reverse else (untapped, tapped)
+    rc_full, full, err = verify(netc_bin, ["--artifacts", str(new), str(intent)])
+    rc_inc, inc, err2 = verify(netc_bin, ["--artifacts", str(new), "--since", str(old), str(intent)])
+    aff3 = {v["invariant"]: v["status"] for v in full["verdicts"]}["AFF-3"]
+    assert (aff3 == "violated") != reverse, (aff3, err)
+    assert rc_inc == rc_full, err2
+    u = inc["stats"]["incremental"]
+    assert not u["full"], u
+    if not reverse:
+        assert "AFF-3" in u["tables_rerun"], u
+    same_report(full, inc)

@@ -185,6 +185,8 @@ struct Kind {
     phases: Vec<[f64; 3]>,
     /// Summed over the changes: VMs re-traced that met each kind of change.
     met: BTreeMap<&'static str, usize>,
+    /// Per change: the phases split finer (`Update::steps`, ms).
+    steps: Vec<BTreeMap<&'static str, f64>>,
 }
 
 impl Kind {
@@ -199,8 +201,23 @@ impl Kind {
             sorted(&self.rechecked),
             sorted(&self.retraced),
         );
+        // a step a change did not take counts as 0 ms in that change
+        let names: std::collections::BTreeSet<&str> =
+            self.steps.iter().flat_map(|s| s.keys().copied()).collect();
+        let steps: BTreeMap<&str, f64> = names
+            .into_iter()
+            .map(|n| {
+                let v: Vec<f64> = self
+                    .steps
+                    .iter()
+                    .map(|s| s.get(n).copied().unwrap_or(0.0))
+                    .collect();
+                (n, pct(&sorted(&v), 50.0))
+            })
+            .collect();
         serde_json::json!({
             "changes": ms.len(),
+            "p50_step_ms": steps,
             "p50_ms": pct(&ms, 50.0),
             "p99_ms": pct(&ms, 99.0),
             "max_ms": ms.last().copied().unwrap_or(0.0),
@@ -282,6 +299,7 @@ fn run() -> Result<(), String> {
         for (w, n) in &up.met {
             *k.met.entry(w).or_default() += n;
         }
+        k.steps.push(up.steps.clone());
         fulls += usize::from(up.full);
         Ok::<f64, String>(up.millis)
     };
@@ -319,6 +337,7 @@ fn run() -> Result<(), String> {
         acc.rechecked.extend(&k.rechecked);
         acc.retraced.extend(&k.retraced);
         acc.phases.extend(&k.phases);
+        acc.steps.extend(k.steps.iter().cloned());
         for (w, n) in &k.met {
             *acc.met.entry(w).or_default() += n;
         }

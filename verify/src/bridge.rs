@@ -68,7 +68,7 @@ pub enum Hop {
         group: u32,
         bucket: u32,
     },
-    /// A load-balancer instance's entry (index into `Network::lb_rows`).
+    /// A load-balancer instance's entry (a row id of `lb.rs`).
     Lb {
         row: u32,
     },
@@ -143,15 +143,6 @@ impl Reads {
         for (g, b) in other.groups {
             union_into(&mut self.groups, g, &b);
         }
-    }
-
-    /// The same reads without the packets of `h` (entries left empty go).
-    pub fn without(&mut self, h: &Bdd) {
-        for b in self.tables.values_mut().chain(self.groups.values_mut()) {
-            *b = b.and_not(h);
-        }
-        self.tables.retain(|_, b| !b.is_false());
-        self.groups.retain(|_, b| !b.is_false());
     }
 }
 

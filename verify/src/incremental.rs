@@ -17,8 +17,9 @@
 //!   devices' flows and groups and those relations' rows are read again.
 //! - An update diffs what is named: bridges whose flows or groups differ
 //!   (compared in order, by the text that is pushed), load-balancer
-//!   instances whose rows differ and addresses whose holders differ, the
-//!   underlay map, and the policy per VM and per tenant.
+//!   entries whose rows differ and addresses whose holders differ (the
+//!   model moves row by row: `lb.rs`), the underlay map, and the policy per
+//!   VM and per tenant.
 //! - Only those bridges are rebuilt (a new or removed device rebuilds the
 //!   whole model), and only the VMs whose footprint meets a change (on the
 //!   packets that met it), whose own record changed (in full), or that are
@@ -28,18 +29,18 @@
 //!   ([`checks::OutcomeChecks`]); a VM whose tenant's ACLs, vnets, DSR
 //!   replies or VM set changed re-runs only the pair checks on its kept
 //!   sets. A kept VM's paths are renumbered (flows of a rebuilt bridge,
-//!   reloaded load-balancer rows) only when it is checked again, through
+//!   load-balancer rows moved) only when it is checked again, through
 //!   a bounded log of the updates' renumberings.
 //! - Each check on tables (AFF-1's vectors and tunnels, AFF-4, CAP-1) is
 //!   re-run only when what it reads changed (`table_recheck.rs`; AFF-1's
-//!   vectors per endpoint); AFF-3 whenever either generation has NF taps
-//!   (otherwise it is vacuous).
+//!   vectors per endpoint, its tunnels per row); AFF-3 whenever either
+//!   generation has NF taps (otherwise it is vacuous).
 //!
 //! Every input change is either handled by the rules above or forces a
 //! full re-verification (the `full` flag of [`Update`]): a change of the
 //! device set or of where the policy came from (intent or agents' rows).
 
-use crate::artifacts::{Artifacts, FlowText, GroupText, Row};
+use crate::artifacts::{Artifacts, FlowText, GroupText};
 use crate::bridge::{End, Hop, Outcome, Val};
 use crate::checks::{self, PathResults, Shared, VmChecked};
 use crate::dirty::{same, Dirty};
@@ -111,6 +112,9 @@ pub struct Update {
     pub tables_millis: f64,
     /// The table checks run again (the others' inputs did not change).
     pub tables_rerun: Vec<&'static str>,
+    /// The phases above split finer (ms): what a bench reports so the part
+    /// that grows with the network is named, not guessed.
+    pub steps: BTreeMap<&'static str, f64>,
     /// Of the VMs re-traced on part of their packets, how many met each
     /// kind of change (`flow`: an added or removed flow could match what a
     /// table was reached with; `table`, `group`, `address`, `lb`, `fanout`).
@@ -134,6 +138,8 @@ struct Changes {
     port_ids: HashSet<(u32, u32)>,
     /// VMs (tenant, name) whose own record changed: traced again in full.
     vms: BTreeSet<(String, String)>,
+    /// Their (VNI, address), old and new: what a tunnel row names.
+    vm_addrs: BTreeSet<(u64, u32)>,
     /// Tenants whose policy (VMs, vnets, ACLs, multicast, DSR) changed:
     /// their VMs' pair checks (REACH-1/ACL-1) run again.
     tenants: BTreeSet<String>,
@@ -260,12 +266,18 @@ impl Changes {
 /// these field values (`None`: it cannot match them). A field the values
 /// do not name (the table had no flow matching it) may hold anything.
 fn seen_through(space: &Space, key: &[(Field, Val)], m: &[Constraint]) -> Option<Bdd> {
+    let at = |c: &Constraint| key.iter().find(|(f, _)| *f == c.field).map(|(_, v)| *v);
+    // a fixed value the flow cannot match rules it out before any BDD is
+    // built (most changed flows, for most VMs' reads)
+    let cannot =
+        |c: &Constraint| matches!(at(c), Some(Val::Const(x)) if (x & c.mask) != (c.value & c.mask));
+    if m.iter().any(cannot) {
+        return None;
+    }
     let mut b = space.all();
     for c in m {
-        match key.iter().find(|(f, _)| *f == c.field).map(|(_, v)| *v) {
-            Some(Val::Const(x)) if (x & c.mask) != (c.value & c.mask) => return None,
-            Some(Val::Alias(g)) => b = b.and(&space.field_eq(g, c.value, c.mask)),
-            _ => {}
+        if let Some(Val::Alias(g)) = at(c) {
+            b = b.and(&space.field_eq(g, c.value, c.mask));
         }
     }
     Some(b)
@@ -296,6 +308,18 @@ fn renumber(log: &[Renumber], c: &mut VmChecked) -> bool {
         }
     }
     true
+}
+
+/// The clock of an update's steps ([`Update::steps`]).
+struct Laps(Instant);
+
+impl Laps {
+    /// Adds the time since the last lap to step `name`.
+    fn lap(&mut self, up: &mut Update, name: &'static str) {
+        let now = Instant::now();
+        *up.steps.entry(name).or_default() += (now - self.0).as_secs_f64() * 1e3;
+        self.0 = now;
+    }
 }
 
 /// Updates whose renumberings are kept before every VM is brought up to
@@ -374,7 +398,7 @@ impl Renumber {
 /// update adds or removes a few of tens of thousands of rows): a prefix
 /// item stays, a suffix item shifts by the length difference, unless the
 /// two middles hold an item of the suffix a different number of times.
-fn positions<K: Eq + std::hash::Hash>(old: &[K], new: &[K]) -> Option<Vec<Option<u32>>> {
+pub(crate) fn positions<K: Eq + std::hash::Hash>(old: &[K], new: &[K]) -> Option<Vec<Option<u32>>> {
     if old == new {
         return None;
     }
@@ -420,7 +444,7 @@ fn positions<K: Eq + std::hash::Hash>(old: &[K], new: &[K]) -> Option<Vec<Option
 /// Each key's occurrences in `new` are a chain (`next`, from the first);
 /// the k-th old occurrence takes the chain's head and advances it (no
 /// allocation per key: tens of thousands of rows are mostly distinct).
-fn paired<K: Eq + std::hash::Hash>(old: &[K], new: &[K]) -> Vec<Option<u32>> {
+pub(crate) fn paired<K: Eq + std::hash::Hash>(old: &[K], new: &[K]) -> Vec<Option<u32>> {
     const END: u32 = u32::MAX;
     let mut head: HashMap<&K, u32, Quick> = HashMap::default();
     head.reserve(new.len());
@@ -450,10 +474,6 @@ type Quick = std::hash::BuildHasherDefault<netc_compiler::fxhash::FxHasher>;
 /// VM (tenant, name) → index in a policy's VMs (rebuilt per update that
 /// changes the VM list: tens of thousands of names hashed).
 type VmIndex<'a> = HashMap<(&'a str, &'a str), usize, Quick>;
-
-fn key(v: &Vm) -> (String, String) {
-    (v.tenant.clone(), v.name.clone())
-}
 
 impl Verifier {
     /// Verifies `artifacts` in full against `policy`.
@@ -558,10 +578,12 @@ impl Verifier {
                 ..Default::default()
             });
         }
+        let mut up = Update::default();
+        let mut laps = Laps(t0);
         // a VM whose paths the bounded log cannot renumber is traced again
         let stale = self.catch_up_if_long();
+        laps.lap(&mut up, "catch-up");
         let mut ch = Changes::default();
-        let mut up = Update::default();
         let mut renum = Renumber::default();
         // bridges
         for name in dirty.devices.iter().filter(|d| is_device(&artifacts, d)) {
@@ -610,31 +632,25 @@ impl Verifier {
             }
             ch.bridges.insert(name.clone(), bc);
         }
+        laps.lap(&mut up, "bridges");
         // load balancers
         // (not compared again: a dirty relation whose rows are the same
         // reloads to the same model, and the positions to the identity)
         let lb_changed = LB_RELATIONS.iter().any(|r| dirty.relation(r));
         if lb_changed {
-            let old_holders = self.net.holders().clone();
-            for (i, a) in changed_instances(&self.artifacts, &artifacts, &dirty.devices) {
+            // only the rows that differ are read (`lb.rs`)
+            let lc = self
+                .net
+                .lb
+                .update(&self.artifacts, &artifacts, |r| dirty.relation(r))?;
+            for (i, a) in lc.instances {
                 ch.instances.entry(i).or_default().insert(a);
             }
-            let old_rows = std::mem::take(&mut self.net.lb_rows);
-            self.net.reload_lb(&artifacts)?;
-            fn key((rel, r): &(String, Row)) -> (&str, &[String]) {
-                (rel.as_str(), r.vals.as_slice())
-            }
-            let old_keys: Vec<_> = old_rows.iter().map(key).collect();
-            let new_keys: Vec<_> = self.net.lb_rows.iter().map(key).collect();
-            renum.lb = positions(&old_keys, &new_keys);
-            let new_holders = self.net.holders();
-            for a in old_holders.keys().chain(new_holders.keys()) {
-                if old_holders.get(a) != new_holders.get(a) {
-                    ch.addresses.insert(*a);
-                }
-            }
+            ch.addresses.extend(lc.addresses);
+            renum.lb = lc.renumber;
             up.lb_reloaded = true;
         }
+        laps.lap(&mut up, "lb");
         // underlay
         let underlay = policy.underlay != self.policy.underlay;
         if underlay {
@@ -648,6 +664,7 @@ impl Verifier {
         let same_vms = same_vm_list(&self.policy.vms, &policy.vms);
         policy_changes(&self.policy, &policy, same_vms, &mut ch);
         ch.key_instances();
+        laps.lap(&mut up, "policy");
         ch.port_ids = ch
             .ports
             .iter()
@@ -672,17 +689,26 @@ impl Verifier {
                 })
                 .collect()
         });
-        let new_index: Option<VmIndex<'_>> = (!same_vms).then(|| {
-            policy
+        // old VM index → new, looked up once per VM (kept results name
+        // their peers by index: tens of thousands of lookups per update)
+        let new_index: Option<Vec<Option<usize>>> = (!same_vms).then(|| {
+            let by_name: VmIndex<'_> = policy
                 .vms
                 .iter()
                 .enumerate()
                 .map(|(i, v)| ((v.tenant.as_str(), v.name.as_str()), i))
+                .collect();
+            self.policy
+                .vms
+                .iter()
+                .map(|v| by_name.get(&(v.tenant.as_str(), v.name.as_str())).copied())
                 .collect()
         });
+        laps.lap(&mut up, "vm index");
         let t1 = Instant::now();
         up.diff_millis = (t1 - t0).as_secs_f64() * 1e3;
         let shared = Shared::new(&self.net.space, &policy);
+        laps.lap(&mut up, "shared");
         if !renum.is_identity() {
             self.renumbers.push(renum);
         }
@@ -694,8 +720,15 @@ impl Verifier {
             .collect();
         let mut checked = Vec::with_capacity(policy.vms.len());
         let mut epochs = Vec::with_capacity(policy.vms.len());
+        // looked up by borrowed names (a key per VM cloned both names)
+        let changed_vms: HashSet<(&str, &str)> = ch
+            .vms
+            .iter()
+            .map(|(t, n)| (t.as_str(), n.as_str()))
+            .collect();
         for (ni, v) in policy.vms.iter().enumerate() {
-            let changed = !ch.vms.is_empty() && ch.vms.contains(&key(v));
+            let changed = !changed_vms.is_empty()
+                && changed_vms.contains(&(v.tenant.as_str(), v.name.as_str()));
             let oi = match &old_of_new {
                 None => Some(ni),
                 Some(m) => m[ni],
@@ -711,14 +744,17 @@ impl Verifier {
                 up.retraced += 1;
                 checked.push(checks::check_vm(&self.net, &policy, &shared, ni));
                 epochs.push(now);
+                laps.lap(&mut up, "VMs traced in full");
                 continue;
             };
             let epoch = oi.map_or(now, |oi| old_epochs[oi]);
+            laps.lap(&mut up, "VMs kept");
             let mut why = BTreeSet::new();
             let h = ch.affected(&self.net.space, &c.footprint, &mut why);
             for w in why {
                 *up.met.entry(w).or_default() += 1;
             }
+            laps.lap(&mut up, "VMs kept: affected");
             if !h.is_false() {
                 c.traced = c
                     .traced
@@ -730,11 +766,12 @@ impl Verifier {
                     .collect();
             }
             let reread = ch.rereads(v, &c.traced);
+            laps.lap(&mut up, "VMs kept: rereads");
             if h.is_false() && !reread && !ch.tenants.contains(&v.tenant) {
                 // nothing its checks read changed: kept, paths not renumbered
                 let kept = match &new_index {
                     None => Some(c),
-                    Some(m) => remap(c, ni, &self.policy, m),
+                    Some(m) => remap(c, ni, m),
                 };
                 match kept {
                     Some(c) => {
@@ -748,35 +785,52 @@ impl Verifier {
                         epochs.push(now);
                     }
                 }
+                laps.lap(&mut up, "VMs kept");
                 continue;
             }
             // a kept path that names a flow the new generation lacks would
             // mean the change reached it: trace such a VM again in full
-            if !renumber(&self.renumbers[epoch..], &mut c) {
+            let renumbered = renumber(&self.renumbers[epoch..], &mut c);
+            laps.lap(&mut up, "VMs renumbered");
+            if !renumbered {
                 up.rechecked += 1;
                 up.retraced += 1;
                 checked.push(checks::check_vm(&self.net, &policy, &shared, ni));
                 epochs.push(now);
+                laps.lap(&mut up, "VMs traced in full");
                 continue;
             }
             epochs.push(now);
             up.rechecked += 1;
             up.retraced += usize::from(!h.is_false());
-            checked.push(self.recheck(&policy, &shared, ni, c, &h, reread, new_index.as_ref()));
+            checked.push(self.recheck(&policy, &shared, ni, c, &h, reread, new_index.as_deref()));
+            laps.lap(
+                &mut up,
+                match h.is_false() {
+                    true => "VMs pair-checked",
+                    false => "VMs re-traced in part",
+                },
+            );
         }
         drop(shared);
+        laps.lap(&mut up, "VMs kept");
         let t2 = Instant::now();
         up.paths_millis = (t2 - t1).as_secs_f64() * 1e3;
+        let emptied = self.policy.vms.is_empty() != policy.vms.is_empty();
         let touched = Touched {
             dirty,
             old: &self.artifacts,
             vms: !same_vms,
+            vm_addrs: (!emptied).then_some(&ch.vm_addrs),
             underlay,
             capacity: policy.capacity != self.policy.capacity,
         };
         self.tables
             .update(&self.net, &artifacts, &policy, self.limit, &touched);
         up.tables_rerun = self.tables.rerun.clone();
+        for (check, ms) in &self.tables.rerun_millis {
+            up.steps.insert(check, *ms);
+        }
         up.tables_millis = t2.elapsed().as_secs_f64() * 1e3;
         self.checked = checked;
         self.epochs = epochs;
@@ -814,7 +868,7 @@ impl Verifier {
         c: VmChecked,
         h: &Bdd,
         reread: bool,
-        new_index: Option<&VmIndex<'_>>,
+        new_index: Option<&[Option<usize>]>,
     ) -> VmChecked {
         let (new_outs, new_fp) = match h.is_false() {
             true => (Vec::new(), Footprint::default()),
@@ -825,12 +879,12 @@ impl Verifier {
             !reread && fresh.violations.is_empty() && (h.is_false() || c.outcome_violations == 0);
         let mut found = None;
         if combine {
-            found = kept_checks(&c, ni, h, fresh, &self.policy, new_index);
+            found = kept_checks(&c, ni, h, fresh, new_index);
         }
         let (outs, fp) = if h.is_false() {
             (c.traced, c.footprint)
         } else {
-            self.spliced(c.traced, c.footprint, h, new_outs, new_fp)
+            self.spliced(c.traced, c.footprint, new_outs, new_fp)
         };
         match found {
             Some(found) => checks::conclude(&self.net.space, policy, shared, ni, found, outs, fp),
@@ -839,19 +893,21 @@ impl Verifier {
     }
 
     /// The kept outcomes (without `h`) and the new ones (of `h`) as one
-    /// normalized list, and the footprint of both.
+    /// normalized list, and the footprint of both: the new reads added to
+    /// the kept ones, whose `h` part is not cut away (what `h`'s packets
+    /// read before stays noted: a superset re-traces a packet a change might
+    /// not have met, never misses one; cutting it cost a BDD operation per
+    /// read, most of a partial re-trace).
     fn spliced(
         &self,
         kept: Vec<Outcome>,
         mut fp: Footprint,
-        h: &Bdd,
         new_outs: Vec<Outcome>,
         new_fp: Footprint,
     ) -> (Vec<Outcome>, Footprint) {
         let mut outs = kept;
         outs.extend(new_outs);
         let outs = checks::normalize(outs);
-        fp.without(h);
         fp.merge(new_fp);
         fp.ports = outs
             .iter()
@@ -874,12 +930,11 @@ fn kept_checks(
     ni: usize,
     h: &Bdd,
     fresh: checks::OutcomeChecks,
-    old: &Policy,
-    new_index: Option<&VmIndex<'_>>,
+    new_index: Option<&[Option<usize>]>,
 ) -> Option<checks::OutcomeChecks> {
     let moved = |i: usize| match new_index {
         None => Some(i),
-        Some(m) => moved_vm(i, old, m),
+        Some(m) => moved_vm(i, m),
     };
     let cut = |b: &Bdd| {
         if h.is_false() {
@@ -915,27 +970,25 @@ fn kept_checks(
     })
 }
 
-/// VM `i` of `old` at its index in the new policy.
-fn moved_vm(i: usize, old: &Policy, new_index: &VmIndex<'_>) -> Option<usize> {
-    let vm = old.vms.get(i)?;
-    new_index
-        .get(&(vm.tenant.as_str(), vm.name.as_str()))
-        .copied()
+/// VM `i` of the old policy at its index in the new one (`new_index`:
+/// old index → new).
+fn moved_vm(i: usize, new_index: &[Option<usize>]) -> Option<usize> {
+    new_index.get(i).copied().flatten()
 }
 
 /// A kept result, its VM indices moved to the new policy's; `None` if a
 /// VM it names is gone (then it reads a changed port: not kept).
-fn remap(mut c: VmChecked, ni: usize, old: &Policy, new_index: &VmIndex<'_>) -> Option<VmChecked> {
+fn remap(mut c: VmChecked, ni: usize, new_index: &[Option<usize>]) -> Option<VmChecked> {
     for v in &mut c.violations {
         v.from = ni;
         v.to = match v.to {
-            Some(t) => Some(moved_vm(t, old, new_index)?),
+            Some(t) => Some(moved_vm(t, new_index)?),
             None => None,
         };
     }
     c.delivered = std::mem::take(&mut c.delivered)
         .into_iter()
-        .map(|(i, b)| Some((moved_vm(i, old, new_index)?, b)))
+        .map(|(i, b)| Some((moved_vm(i, new_index)?, b)))
         .collect::<Option<_>>()?;
     Some(c)
 }
@@ -1055,106 +1108,6 @@ pub(crate) fn same_group_text(a: &GroupText, b: &GroupText) -> bool {
     a.id == b.id && a.kind == b.kind && a.buckets == b.buckets
 }
 
-/// (instance, address) pairs whose load-balancer entries differ: a VIP's
-/// rows or members at an instance, a black-holed address, and for a
-/// member's tunnel row every VIP at that instance with the member (in
-/// either generation). A row whose address does not parse names the whole
-/// instance (`None`). Only rows of the `dirty` instances are read: every
-/// other instance's rows are the same in both (what [`Dirty`] promises).
-fn changed_instances(
-    old: &Artifacts,
-    new: &Artifacts,
-    dirty: &BTreeSet<String>,
-) -> BTreeSet<(String, Option<u32>)> {
-    // rows in relation order: of duplicate keys the model keeps the last
-    type Entries<'a> = HashMap<(&'a str, Option<u32>), Vec<(&'static str, &'a [String])>>;
-    // (relation, column of the address) of the rows read per address
-    const BY_ADDRESS: [(&str, usize); 5] = [
-        ("agent_mux_vip", 2),
-        ("agent_mux_member", 1),
-        ("p4_vip", 2),
-        ("p4_ecmp_member", 1),
-        ("agent_mux_blackhole", 1),
-    ];
-    let ip = |r: &Row, i: usize| r.vals.get(i).and_then(|v| crate::ofctl::parse_ip(v));
-    let num = |r: &Row, i: usize| r.vals.get(i).and_then(|v| v.parse::<u64>().ok());
-    fn by_address<'a>(a: &'a Artifacts, dirty: &BTreeSet<String>) -> Entries<'a> {
-        let mut m = Entries::new();
-        for (rel, col) in BY_ADDRESS {
-            for r in a.rows(rel) {
-                if let Some(i) = r.vals.first().filter(|i| dirty.contains(*i)) {
-                    let ip = r.vals.get(col).and_then(|v| crate::ofctl::parse_ip(v));
-                    m.entry((i.as_str(), ip))
-                        .or_default()
-                        .push((rel, r.vals.as_slice()));
-                }
-            }
-        }
-        m
-    }
-    let mut out = BTreeSet::new();
-    let (o, n) = (by_address(old, dirty), by_address(new, dirty));
-    for k in o.keys().chain(n.keys()) {
-        if o.get(k) != n.get(k) {
-            out.insert((k.0.to_string(), k.1));
-        }
-    }
-    // tunnel rows: (instance, mvni, member) → the VIPs with that member
-    for (tun_rel, mem_rel) in [
-        ("agent_mux_tunnel", "agent_mux_member"),
-        ("p4_tunnel", "p4_ecmp_member"),
-    ] {
-        type TunnelKey<'a> = (&'a str, Option<u64>, Option<u32>);
-        fn tunnels<'a>(
-            a: &'a Artifacts,
-            rel: &str,
-            dirty: &BTreeSet<String>,
-        ) -> HashMap<TunnelKey<'a>, Vec<&'a [String]>> {
-            let mut m: HashMap<TunnelKey, Vec<&[String]>> = HashMap::new();
-            for r in a.rows(rel) {
-                let inst = r.vals.first().map_or("", String::as_str);
-                if !dirty.contains(inst) {
-                    continue;
-                }
-                let v = &r.vals;
-                let key = (
-                    inst,
-                    v.get(1).and_then(|t| t.parse::<u64>().ok()),
-                    v.get(2).and_then(|t| crate::ofctl::parse_ip(t)),
-                );
-                m.entry(key).or_default().push(v.as_slice());
-            }
-            m
-        }
-        let (ot, nt) = (tunnels(old, tun_rel, dirty), tunnels(new, tun_rel, dirty));
-        let changed: BTreeSet<&TunnelKey> = ot
-            .keys()
-            .chain(nt.keys())
-            .filter(|k| ot.get(*k) != nt.get(*k))
-            .collect();
-        for (inst, mvni, member) in &changed {
-            if mvni.is_none() || member.is_none() {
-                out.insert((inst.to_string(), None));
-            }
-        }
-        if changed.is_empty() {
-            continue;
-        }
-        for a in [old, new] {
-            for r in a.rows(mem_rel) {
-                let Some(inst) = r.vals.first() else {
-                    continue;
-                };
-                if changed.contains(&(inst.as_str(), num(r, 5), ip(r, 6))) {
-                    out.insert((inst.clone(), ip(r, 1)));
-                }
-            }
-        }
-        // a tunnel row no member names changes nothing a trace reads
-    }
-    out
-}
-
 /// Policy changes: VMs (their own record, the ports they held), tenants
 /// (vnets, ACLs, multicast, DSR replies), VIPs and backends (by address).
 fn policy_changes(old: &Policy, new: &Policy, same_vms: bool, ch: &mut Changes) {
@@ -1220,6 +1173,7 @@ fn vm_changes(old: &Policy, new: &Policy, ch: &mut Changes) {
         ch.tenants.insert(k.0.to_string());
         for v in [a, b].into_iter().flatten() {
             ch.ports.insert((v.host.clone(), v.port));
+            ch.vm_addrs.insert((v.vni, v.ip));
         }
     }
     // who owns a port (the first VM there, in order)
@@ -1235,6 +1189,21 @@ fn vm_changes(old: &Policy, new: &Policy, ch: &mut Changes) {
     for port in oo.keys().chain(no.keys()) {
         if oo.get(port) != no.get(port) {
             ch.ports.insert((port.0.to_string(), port.1));
+        }
+    }
+    // which VM a (VNI, address) names (the first, in order): AFF-1 tunnels
+    fn named(p: &Policy) -> HashMap<(u64, u32), (&str, &str), Quick> {
+        let mut m = HashMap::default();
+        for v in &p.vms {
+            m.entry((v.vni, v.ip))
+                .or_insert((v.tenant.as_str(), v.name.as_str()));
+        }
+        m
+    }
+    let (on, nn) = (named(old), named(new));
+    for a in on.keys().chain(nn.keys()) {
+        if on.get(a) != nn.get(a) {
+            ch.vm_addrs.insert(*a);
         }
     }
 }

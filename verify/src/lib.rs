@@ -44,6 +44,7 @@ pub mod bridge;
 pub mod checks;
 pub mod dirty;
 pub mod incremental;
+pub mod lb;
 pub mod network;
 pub mod nf;
 pub mod ofctl;
@@ -389,9 +390,10 @@ fn render_path(net: &Network, input: &Input, o: &Outcome, cites: &mut Vec<String
                 }
             }
             Hop::Lb { row } => {
-                let (rel, r) = &net.lb_rows[row as usize];
-                hops.push(format!("{}({})  [{}]", rel, r.vals.join(", "), r.at));
-                cites.extend(input.provenance.row(rel, r));
+                if let Some((rel, r)) = net.lb.row(input.artifacts, row) {
+                    hops.push(format!("{}({})  [{}]", rel, r.vals.join(", "), r.at));
+                    cites.extend(input.provenance.row(rel, r));
+                }
             }
             Hop::Underlay { to } => {
                 let ip = std::net::Ipv4Addr::from(to);

@@ -14,18 +14,14 @@
 
 use crate::artifacts::{Artifacts, Row};
 use crate::bridge::{union_into, Bridge, End, FlowError, Hop, Outcome, Pkt, Reads, Val};
-use crate::ofctl::{parse_ip, parse_mac, Action, Constraint};
+use crate::lb::Lb;
+use crate::ofctl::{Action, Constraint};
 use crate::policy::{Policy, Vm};
 use crate::space::{Field, Space};
 use biodivine_lib_bdd::Bdd;
 use std::collections::{BTreeMap, BTreeSet};
 
 const MAX_UNDERLAY_HOPS: usize = 8;
-
-/// A Mux entry: (proto, port, n, row index).
-type VipEntry = (u8, u16, u64, u32);
-/// (instance, vip, proto, port, idx).
-type MemberKey = (String, u32, u8, u16, u64);
 
 /// What a trace read of the network, each part with the set of original
 /// packets that read it: the parts whose change can change its outcomes
@@ -99,27 +95,6 @@ impl Footprint {
         }
         self.ports.extend(other.ports);
     }
-
-    /// The reads of the packets outside `h` (`ports` is left to the caller,
-    /// who knows the outcomes).
-    pub fn without(&mut self, h: &Bdd) {
-        for r in self.bridges.values_mut() {
-            r.without(h);
-        }
-        self.bridges
-            .retain(|_, r| !(r.tables.is_empty() && r.groups.is_empty()));
-        cut(&mut self.addresses, h);
-        cut(&mut self.instances, h);
-        cut(&mut self.fanout, h);
-    }
-}
-
-/// `m` without the packets of `h` (entries left empty go).
-fn cut<K: Ord>(m: &mut BTreeMap<K, Bdd>, h: &Bdd) {
-    for b in m.values_mut() {
-        *b = b.and_not(h);
-    }
-    m.retain(|_, b| !b.is_false());
 }
 
 /// Which `tun_id`s a bridge's table 0 lets in from the tunnel port:
@@ -134,15 +109,8 @@ pub struct Network {
     accepts: Vec<TunnelAccept>,
     by_name: BTreeMap<String, u32>,
     underlay: BTreeMap<u32, u32>,
-    /// Every load-balancer row used on a path: (relation, row).
-    pub lb_rows: Vec<(String, Row)>,
-    /// (instance, vni, address) → entries.
-    lb_vip: BTreeMap<(String, u64, u32), Vec<VipEntry>>,
-    lb_member: BTreeMap<MemberKey, (u64, u32, u32)>,
-    lb_tunnel: BTreeMap<(String, u64, u32), (u32, u64, u32)>,
-    blackhole: BTreeMap<(String, u32), u32>,
-    /// address → instances holding it (HMux if announced, else SMuxes).
-    holders: BTreeMap<u32, Vec<String>>,
+    /// The load-balancer entries (a path's `Hop::Lb` rows are its row ids).
+    pub lb: Lb,
 }
 
 #[derive(Debug, Clone, thiserror::Error)]
@@ -172,21 +140,14 @@ impl Network {
             .filter_map(|(ip, d)| Some((*ip, *by_name.get(d)?)))
             .collect();
         let accepts = bridges.iter().map(tunnel_accept).collect();
-        let mut n = Network {
+        Ok(Network {
             space,
             bridges,
             accepts,
             by_name,
             underlay,
-            lb_rows: Vec::new(),
-            lb_vip: BTreeMap::new(),
-            lb_member: BTreeMap::new(),
-            lb_tunnel: BTreeMap::new(),
-            blackhole: BTreeMap::new(),
-            holders: BTreeMap::new(),
-        };
-        n.load_lb(a)?;
-        Ok(n)
+            lb: Lb::build(a)?,
+        })
     }
 
     /// Replaces bridge `name` (which exists) by one built from `flows` and
@@ -232,121 +193,14 @@ impl Network {
             .collect();
     }
 
-    /// Re-reads every load-balancer row (Muxes, HMux switches, black holes).
-    pub fn reload_lb(&mut self, a: &Artifacts) -> Result<(), ModelError> {
-        self.lb_rows.clear();
-        self.lb_vip.clear();
-        self.lb_member.clear();
-        self.lb_tunnel.clear();
-        self.blackhole.clear();
-        self.holders.clear();
-        self.load_lb(a)
-    }
-
-    /// Address → instances holding it.
-    pub fn holders(&self) -> &BTreeMap<u32, Vec<String>> {
-        &self.holders
-    }
-
-    fn load_lb(&mut self, a: &Artifacts) -> Result<(), ModelError> {
-        let n = self;
-        let announced: BTreeMap<u32, Vec<String>> = a
-            .rows("p4_announce")
-            .iter()
-            .filter_map(|r| {
-                let (ip, len) = r.vals.get(1)?.split_once('/')?;
-                (len == "32").then_some((parse_ip(ip)?, r.vals[0].clone()))
-            })
-            .fold(BTreeMap::new(), |mut m, (ip, s)| {
-                m.entry(ip).or_insert_with(Vec::new).push(s);
-                m
-            });
-        for (vip_rel, mem_rel, tun_rel) in [
-            ("agent_mux_vip", "agent_mux_member", "agent_mux_tunnel"),
-            ("p4_vip", "p4_ecmp_member", "p4_tunnel"),
-        ] {
-            for r in a.rows(vip_rel) {
-                let id = n.keep(vip_rel, r);
-                let (vni, vip, proto, port, cnt) = parse5(r)?;
-                n.lb_vip
-                    .entry((r.vals[0].clone(), vni, vip))
-                    .or_default()
-                    .push((proto, port, cnt, id));
-                let hmux = vip_rel == "p4_vip";
-                if !hmux || announced.get(&vip).is_some_and(|s| s.contains(&r.vals[0])) {
-                    let h = n.holders.entry(vip).or_default();
-                    if !h.contains(&r.vals[0]) {
-                        h.push(r.vals[0].clone());
-                    }
-                }
-            }
-            for r in a.rows(mem_rel) {
-                let id = n.keep(mem_rel, r);
-                let v = &r.vals;
-                let bad = || row_err(r, "expected (device, vip, proto, port, idx, mvni, member)");
-                let key = (
-                    v[0].clone(),
-                    ip_at(v, 1).ok_or_else(bad)?,
-                    num_at(v, 2).ok_or_else(bad)? as u8,
-                    num_at(v, 3).ok_or_else(bad)? as u16,
-                    num_at(v, 4).ok_or_else(bad)?,
-                );
-                let val = (
-                    num_at(v, 5).ok_or_else(bad)?,
-                    ip_at(v, 6).ok_or_else(bad)?,
-                    id,
-                );
-                n.lb_member.insert(key, val);
-            }
-            for r in a.rows(tun_rel) {
-                let id = n.keep(tun_rel, r);
-                let v = &r.vals;
-                let bad = || row_err(r, "expected (device, mvni, member, underlay, dmac)");
-                let key = (
-                    v[0].clone(),
-                    num_at(v, 1).ok_or_else(bad)?,
-                    ip_at(v, 2).ok_or_else(bad)?,
-                );
-                let dmac = v.get(4).and_then(|m| parse_mac(m)).ok_or_else(bad)?;
-                n.lb_tunnel
-                    .insert(key, (ip_at(v, 3).ok_or_else(bad)?, dmac, id));
-            }
-        }
-        // An announced HMux takes the address from the SMuxes. (Looked up
-        // in a set: scanning every VIP entry per announcement was quadratic,
-        // most of the model's build at 100k VMs.)
-        let held: std::collections::HashSet<(&str, u32)> =
-            n.lb_vip.keys().map(|k| (k.0.as_str(), k.2)).collect();
-        for (ip, sw) in &announced {
-            if sw.iter().any(|s| held.contains(&(s.as_str(), *ip))) {
-                n.holders.insert(*ip, sw.clone());
-            }
-        }
-        for r in a.rows("agent_mux_blackhole") {
-            let id = n.keep("agent_mux_blackhole", r);
-            if let Some(ip) = ip_at(&r.vals, 1) {
-                n.blackhole.insert((r.vals[0].clone(), ip), id);
-            }
-        }
-        Ok(())
-    }
-
-    fn keep(&mut self, rel: &str, r: &Row) -> u32 {
-        self.lb_rows.push((rel.to_string(), r.clone()));
-        (self.lb_rows.len() - 1) as u32
-    }
-
     /// Whether a path reaches VM `vm` of tenant `to` from tenant `from`
     /// through a declared exposure: a load-balancer entry of a VIP that is
     /// public or `from`'s own, of which the VM is a declared backend.
     pub fn exposed(&self, path: &[Hop], policy: &Policy, from: &str, to: &str, vm: &str) -> bool {
         path.iter().any(|h| {
             let Hop::Lb { row } = h else { return false };
-            let (rel, r) = &self.lb_rows[*row as usize];
-            if rel != "agent_mux_vip" && rel != "p4_vip" {
-                return false;
-            }
-            let Some(vip) = ip_at(&r.vals, 2) else {
+            // only a VIP's own entry exposes its backends
+            let Some(vip) = self.lb.vip_of(*row) else {
                 return false;
             };
             let declared = policy
@@ -453,7 +307,7 @@ impl Network {
                 &mut next,
             );
             fp.note(b);
-        } else if let Some(insts) = self.holders.get(&tun_dst) {
+        } else if let Some(insts) = self.lb.holders().get(&tun_dst) {
             for inst in insts {
                 let at = (inst.clone(), tun_dst);
                 Footprint::reach(fp.off, &mut fp.instances, at, &o.pkt.set);
@@ -525,7 +379,7 @@ impl Network {
             path,
             end,
         };
-        if let Some(&row) = self.blackhole.get(&(inst.to_string(), addr)) {
+        if let Some(&row) = self.lb.blackhole.get(&(inst.to_string(), addr)) {
             if keep_drops {
                 let mut p = path.to_vec();
                 p.push(Hop::Lb { row });
@@ -539,7 +393,7 @@ impl Network {
             }
             return;
         }
-        let entries = self.lb_vip.get(&(inst.to_string(), vni, addr));
+        let entries = self.lb.vip.get(&(inst.to_string(), vni, addr));
         for &(proto, port, n, row) in entries.into_iter().flatten() {
             let mut set = o.pkt.set.clone();
             for (field, value) in [
@@ -567,7 +421,8 @@ impl Network {
                     over: o.pkt.over.clone(),
                 };
                 let Some(&(mvni, member, mrow)) =
-                    self.lb_member
+                    self.lb
+                        .member
                         .get(&(inst.to_string(), addr, proto, port, idx))
                 else {
                     if keep_drops {
@@ -593,7 +448,7 @@ impl Network {
                     ));
                     continue;
                 }
-                match self.lb_tunnel.get(&(inst.to_string(), mvni, member)) {
+                match self.lb.tunnel.get(&(inst.to_string(), mvni, member)) {
                     None => {
                         if keep_drops {
                             out.push(ended(
@@ -647,29 +502,9 @@ pub fn tunnel_accept(b: &Bridge) -> TunnelAccept {
     Some(ids)
 }
 
-fn row_err(r: &Row, message: &str) -> ModelError {
+pub(crate) fn row_err(r: &Row, message: &str) -> ModelError {
     ModelError::Row {
         at: r.at.clone(),
         message: message.to_string(),
     }
-}
-
-fn num_at(v: &[String], i: usize) -> Option<u64> {
-    v.get(i)?.parse().ok()
-}
-
-fn ip_at(v: &[String], i: usize) -> Option<u32> {
-    parse_ip(v.get(i)?)
-}
-
-fn parse5(r: &Row) -> Result<(u64, u32, u8, u16, u64), ModelError> {
-    let v = &r.vals;
-    let bad = || row_err(r, "expected (device, vni, vip, proto, port, n)");
-    Ok((
-        num_at(v, 1).ok_or_else(bad)?,
-        ip_at(v, 2).ok_or_else(bad)?,
-        num_at(v, 3).ok_or_else(bad)? as u8,
-        num_at(v, 4).ok_or_else(bad)? as u16,
-        num_at(v, 5).ok_or_else(bad)?,
-    ))
 }

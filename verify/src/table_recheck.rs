@@ -9,10 +9,12 @@
 //! report). Each check declares what it reads (`tables.rs`):
 //!
 //! - AFF-1's vectors: [`tables::AFF1_VECTOR_RELATIONS`] only, and per
-//!   endpoint: re-run for the endpoints whose rows the dirty devices hold
-//!   in either generation (findings kept per endpoint);
+//!   endpoint: re-run for the endpoints of the rows added or removed
+//!   (`lb::changed_rows`; findings kept per endpoint);
 //! - AFF-1's member tunnels: [`tables::AFF1_TUNNEL_RELATIONS`], the VMs and
-//!   the underlay;
+//!   the underlay, per row: re-run for rows added and rows naming a changed
+//!   VM's (VNI, address) (findings kept per row; all when the underlay
+//!   changed);
 //! - AFF-4: [`tables::AFF4_RELATIONS`], the SNAT grants of each bridge's
 //!   flows (kept per device, re-read for the dirty devices), the VMs and
 //!   the underlay;
@@ -39,6 +41,9 @@ pub struct Touched<'a> {
     /// Some VM's record (tenant, name, VNI, MAC, address, host, port) or
     /// the VMs' order differ.
     pub vms: bool,
+    /// The (VNI, address) of every VM whose record differs, in either
+    /// generation (`None`: not known, or the VMs appeared or all went).
+    pub vm_addrs: Option<&'a BTreeSet<(u64, u32)>>,
     pub underlay: bool,
     pub capacity: bool,
 }
@@ -52,7 +57,8 @@ impl Touched<'_> {
 /// Each table check's findings on the current generation.
 pub struct TableChecks {
     aff1_vectors: BTreeMap<Endpoint, Vec<Counterexample>>,
-    aff1_tunnels: Vec<Counterexample>,
+    /// AFF-1's tunnel findings by (relation of [`tables::AFF1_TUNNEL_RELATIONS`], row).
+    aff1_tunnels: Vec<(usize, u32, Counterexample)>,
     aff3: Vec<Counterexample>,
     aff4: Vec<Counterexample>,
     cap1: Vec<Counterexample>,
@@ -62,6 +68,8 @@ pub struct TableChecks {
     tapped: BTreeSet<String>,
     /// Which checks the last update ran again.
     pub rerun: Vec<&'static str>,
+    /// What each of them took (ms).
+    pub rerun_millis: Vec<(&'static str, f64)>,
 }
 
 impl TableChecks {
@@ -70,7 +78,7 @@ impl TableChecks {
         let snat = grants_by_device(a);
         TableChecks {
             aff1_vectors: tables::aff1_vectors_by_endpoint(a, None),
-            aff1_tunnels: tables::aff1_tunnels(a, p),
+            aff1_tunnels: tunnel_findings(a, p),
             aff3: nf::aff3(net, p, limit),
             aff4: tables::aff4_with(a, p, snat.values().flatten()),
             cap1: tables::cap1(a, p),
@@ -82,6 +90,7 @@ impl TableChecks {
                 .map(|b| b.name.clone())
                 .collect(),
             rerun: Vec::new(),
+            rerun_millis: Vec::new(),
         }
     }
 
@@ -89,11 +98,21 @@ impl TableChecks {
     /// says may have changed.
     pub fn update(&mut self, net: &Network, a: &Artifacts, p: &Policy, limit: usize, t: &Touched) {
         self.rerun.clear();
+        self.rerun_millis.clear();
+        let mut t0 = std::time::Instant::now();
         if t.any(&tables::AFF1_VECTOR_RELATIONS) {
-            // a device Dirty does not name holds the same rows in the same
-            // order: only endpoints the dirty devices' rows name can differ
-            let mut eps = tables::vector_endpoints(t.old, &t.dirty.devices);
-            eps.extend(tables::vector_endpoints(a, &t.dirty.devices));
+            // only the endpoints of rows added or removed can differ (a
+            // dirty software Mux holds every VIP: its rows are diffed, not
+            // all read again)
+            let mut eps = BTreeSet::new();
+            for rel in tables::AFF1_VECTOR_RELATIONS {
+                if !t.dirty.relation(rel) {
+                    continue;
+                }
+                for r in crate::lb::changed_rows(t.old.rows(rel), a.rows(rel)) {
+                    eps.extend(tables::row_endpoint(rel, r));
+                }
+            }
             // a finding cites its rows' `file:line`, which rows removed or
             // added before them move: every endpoint with a finding too
             eps.extend(self.aff1_vectors.keys().copied());
@@ -102,11 +121,13 @@ impl TableChecks {
             }
             self.aff1_vectors
                 .extend(tables::aff1_vectors_by_endpoint(a, Some(&eps)));
-            self.rerun.push("AFF-1 vectors");
+            self.ran("AFF-1 vectors", &mut t0);
         }
         if t.vms || t.underlay || t.any(&tables::AFF1_TUNNEL_RELATIONS) {
-            self.aff1_tunnels = tables::aff1_tunnels(a, p);
-            self.rerun.push("AFF-1 tunnels");
+            if !self.recheck_tunnels(a, p, t) {
+                self.aff1_tunnels = tunnel_findings(a, p);
+            }
+            self.ran("AFF-1 tunnels", &mut t0);
         }
         let mut grants_changed = false;
         for dev in &t.dirty.devices {
@@ -119,11 +140,11 @@ impl TableChecks {
         }
         if grants_changed || t.vms || t.underlay || t.any(&tables::AFF4_RELATIONS) {
             self.aff4 = tables::aff4_with(a, p, self.snat.values().flatten());
-            self.rerun.push("AFF-4");
+            self.ran("AFF-4", &mut t0);
         }
         if t.capacity || t.any(&tables::CAP1_RELATIONS) {
             self.cap1 = tables::cap1(a, p);
-            self.rerun.push("CAP-1");
+            self.ran("CAP-1", &mut t0);
         }
         for dev in &t.dirty.devices {
             match net.bridge(dev).filter(|b| nf::bridge_has_taps(b)) {
@@ -134,14 +155,23 @@ impl TableChecks {
         // AFF-3 reads paths through the whole network: vacuous without taps
         if !self.tapped.is_empty() || !self.aff3.is_empty() {
             self.aff3 = nf::aff3(net, p, limit);
-            self.rerun.push("AFF-3");
+            self.ran("AFF-3", &mut t0);
         }
+    }
+
+    /// Notes that `check` ran again, and its time since `t0` (then now).
+    fn ran(&mut self, check: &'static str, t0: &mut std::time::Instant) {
+        let now = std::time::Instant::now();
+        self.rerun.push(check);
+        self.rerun_millis
+            .push((check, (now - *t0).as_secs_f64() * 1e3));
+        *t0 = now;
     }
 
     /// The findings, as [`TableFindings::check`] gives them (no AFF-2/PLAN-1).
     pub fn findings(&self) -> TableFindings {
         let mut aff1: Vec<Counterexample> = self.aff1_vectors.values().flatten().cloned().collect();
-        aff1.extend(self.aff1_tunnels.iter().cloned());
+        aff1.extend(self.aff1_tunnels.iter().map(|(_, _, c)| c.clone()));
         TableFindings {
             aff1,
             aff3: self.aff3.clone(),
@@ -150,6 +180,82 @@ impl TableChecks {
             aff2: None,
             plan1: None,
         }
+    }
+}
+
+/// AFF-1's tunnel findings with the row each is of.
+fn tunnel_findings(a: &Artifacts, p: &Policy) -> Vec<(usize, u32, Counterexample)> {
+    let check = tables::TunnelCheck::new(p);
+    let mut out = Vec::new();
+    for (k, rel) in tables::AFF1_TUNNEL_RELATIONS.iter().enumerate() {
+        for (j, r) in a.rows(rel).iter().enumerate() {
+            out.extend(check.row(rel, r).into_iter().map(|c| (k, j as u32, c)));
+        }
+    }
+    out
+}
+
+impl TableChecks {
+    /// AFF-1's tunnels re-checked on the rows that may find otherwise: rows
+    /// added, and rows naming a VM (VNI, address) whose record changed; the
+    /// other findings kept (their row renumbered, their citation re-read).
+    /// False when every row must be read again (the underlay changed, the
+    /// changed VMs are not known, or rows moved out of order).
+    fn recheck_tunnels(&mut self, a: &Artifacts, p: &Policy, t: &Touched) -> bool {
+        let Some(addrs) = t.vm_addrs.filter(|_| !t.underlay) else {
+            return false;
+        };
+        let mut moved: [Option<Vec<Option<u32>>>; 2] = [None, None];
+        let mut redo: BTreeSet<(usize, u32)> = BTreeSet::new();
+        for (k, rel) in tables::AFF1_TUNNEL_RELATIONS.iter().enumerate() {
+            let rows = a.rows(rel);
+            if t.dirty.relation(rel) {
+                let pos = crate::lb::row_positions(t.old.rows(rel), rows);
+                let mut hit = vec![false; rows.len()];
+                let mut last = None;
+                for j in pos.iter().flatten() {
+                    if last.is_some_and(|l| l >= *j) {
+                        return false;
+                    }
+                    last = Some(*j);
+                    hit[*j as usize] = true;
+                }
+                redo.extend((0..rows.len()).filter(|j| !hit[*j]).map(|j| (k, j as u32)));
+                moved[k] = Some(pos);
+            }
+            if !addrs.is_empty() {
+                for (j, r) in rows.iter().enumerate() {
+                    if tables::tunnel_member(r).is_some_and(|m| addrs.contains(&m)) {
+                        redo.insert((k, j as u32));
+                    }
+                }
+            }
+        }
+        let mut kept: Vec<(usize, u32, Counterexample)> = std::mem::take(&mut self.aff1_tunnels)
+            .into_iter()
+            .filter_map(|(k, i, c)| {
+                let j = match &moved[k] {
+                    None => i,
+                    Some(pos) => (*pos.get(i as usize)?)?,
+                };
+                (!redo.contains(&(k, j))).then_some((k, j, c))
+            })
+            .collect();
+        let check = tables::TunnelCheck::new(p);
+        for &(k, j) in &redo {
+            let rel = tables::AFF1_TUNNEL_RELATIONS[k];
+            let found = check.row(rel, &a.rows(rel)[j as usize]);
+            kept.extend(found.into_iter().map(|c| (k, j, c)));
+        }
+        // row order, and a row's findings in the order it found them
+        kept.sort_by_key(|(k, j, _)| (*k, *j));
+        for (k, j, c) in &mut kept {
+            // rows added or removed above move a kept row's line
+            let r = &a.rows(tables::AFF1_TUNNEL_RELATIONS[*k])[*j as usize];
+            c.cites = vec![r.at.clone()];
+        }
+        self.aff1_tunnels = kept;
+        true
     }
 }
 

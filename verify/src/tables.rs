@@ -53,20 +53,9 @@ fn endpoint_at(v: &[String], vip_col: usize) -> Option<Endpoint> {
     ))
 }
 
-/// The endpoints whose vectors rows of `devices` (first column) hold, in
-/// [`AFF1_VECTOR_RELATIONS`]: with the other generation's, every endpoint
-/// whose vectors may differ when only those devices' rows changed.
-pub fn vector_endpoints(a: &Artifacts, devices: &BTreeSet<String>) -> BTreeSet<Endpoint> {
-    let mut eps = BTreeSet::new();
-    for rel in AFF1_VECTOR_RELATIONS {
-        let vip_col = if rel.contains("member") { 1 } else { 2 };
-        for r in a.rows(rel) {
-            if r.vals.first().is_some_and(|d| devices.contains(d)) {
-                eps.extend(endpoint_at(&r.vals, vip_col));
-            }
-        }
-    }
-    eps
+/// The endpoint a row of a relation of [`AFF1_VECTOR_RELATIONS`] belongs to.
+pub fn row_endpoint(rel: &str, r: &Row) -> Option<Endpoint> {
+    endpoint_at(&r.vals, if rel.contains("member") { 1 } else { 2 })
 }
 
 /// [`vectors`] of the endpoints in `only` (all when `None`).
@@ -260,66 +249,95 @@ pub fn aff1_vectors_by_endpoint(
 /// with its MAC. Reads only [`AFF1_TUNNEL_RELATIONS`], the policy's VMs and
 /// underlay.
 pub fn aff1_tunnels(a: &Artifacts, policy: &Policy) -> Vec<Counterexample> {
+    let cx = TunnelCheck::new(policy);
     let mut out = Vec::new();
-    let host_ip: BTreeMap<&str, u32> = policy
-        .underlay
-        .iter()
-        .map(|(ip, d)| (d.as_str(), *ip))
-        .collect();
-    let by_addr = vms_by_addr(policy);
-    for rel in ["agent_mux_tunnel", "p4_tunnel"] {
+    for rel in AFF1_TUNNEL_RELATIONS {
         for r in a.rows(rel) {
-            let v = &r.vals;
-            let (Some(mvni), Some(m), Some(u)) = (
-                num(v, 1),
-                v.get(2).and_then(|t| parse_ip(t)),
-                v.get(3).and_then(|t| parse_ip(t)),
-            ) else {
-                continue;
-            };
-            if mvni == 0 {
-                continue;
+            out.extend(cx.row(rel, r));
+        }
+    }
+    out
+}
+
+/// The tunnel row's (mvni, member): what of the policy its check reads
+/// (the VM of that VNI and address, and that VM's host's underlay address).
+pub fn tunnel_member(r: &Row) -> Option<(u64, u32)> {
+    Some((num(&r.vals, 1)?, r.vals.get(2).and_then(|t| parse_ip(t))?))
+}
+
+/// [`aff1_tunnels`] one row at a time: the policy's lookups, built once.
+pub struct TunnelCheck<'p> {
+    host_ip: BTreeMap<&'p str, u32>,
+    by_addr: std::collections::HashMap<(u64, u32), &'p crate::policy::Vm>,
+    any_vm: bool,
+}
+
+impl<'p> TunnelCheck<'p> {
+    pub fn new(policy: &'p Policy) -> TunnelCheck<'p> {
+        TunnelCheck {
+            host_ip: policy
+                .underlay
+                .iter()
+                .map(|(ip, d)| (d.as_str(), *ip))
+                .collect(),
+            by_addr: vms_by_addr(policy),
+            any_vm: !policy.vms.is_empty(),
+        }
+    }
+
+    /// The findings of row `r` of relation `rel`, in the order the check lists them.
+    pub fn row(&self, rel: &str, r: &Row) -> Vec<Counterexample> {
+        let mut out = Vec::new();
+        let v = &r.vals;
+        let (Some(mvni), Some(m), Some(u)) = (
+            num(v, 1),
+            v.get(2).and_then(|t| parse_ip(t)),
+            v.get(3).and_then(|t| parse_ip(t)),
+        ) else {
+            return out;
+        };
+        if mvni == 0 {
+            return out;
+        }
+        let Some(vm) = self.by_addr.get(&(mvni, m)).copied() else {
+            if self.any_vm {
+                out.push(tunnel_cx(r, format!("{rel} `{}` sends members {} (vni {mvni}) somewhere, but no VM of that VNI has that address", v[0], std::net::Ipv4Addr::from(m))));
             }
-            let Some(vm) = by_addr.get(&(mvni, m)).copied() else {
-                if !policy.vms.is_empty() {
-                    out.push(tunnel_cx(r, format!("{rel} `{}` sends members {} (vni {mvni}) somewhere, but no VM of that VNI has that address", v[0], std::net::Ipv4Addr::from(m))));
-                }
-                continue;
-            };
-            if let Some(&want) = host_ip.get(vm.host.as_str()) {
-                if want != u {
-                    out.push(tunnel_cx(
-                        r,
-                        format!(
-                            "{rel} `{}` tunnels DIP {} ({}/{}) to {}, but that VM runs on {} ({})",
-                            v[0],
-                            std::net::Ipv4Addr::from(m),
-                            vm.tenant,
-                            vm.name,
-                            std::net::Ipv4Addr::from(u),
-                            vm.host,
-                            std::net::Ipv4Addr::from(want)
-                        ),
-                    ));
-                }
-            }
-            if v.get(4).and_then(|t| ofctl::parse_mac(t)) != Some(vm.mac) {
+            return out;
+        };
+        if let Some(&want) = self.host_ip.get(vm.host.as_str()) {
+            if want != u {
                 out.push(tunnel_cx(
                     r,
                     format!(
-                        "{rel} `{}` writes MAC {} for DIP {} ({}/{}), whose MAC is {}",
+                        "{rel} `{}` tunnels DIP {} ({}/{}) to {}, but that VM runs on {} ({})",
                         v[0],
-                        v.get(4).map_or("", |s| s.as_str()),
                         std::net::Ipv4Addr::from(m),
                         vm.tenant,
                         vm.name,
-                        crate::space::mac(vm.mac)
+                        std::net::Ipv4Addr::from(u),
+                        vm.host,
+                        std::net::Ipv4Addr::from(want)
                     ),
                 ));
             }
         }
+        if v.get(4).and_then(|t| ofctl::parse_mac(t)) != Some(vm.mac) {
+            out.push(tunnel_cx(
+                r,
+                format!(
+                    "{rel} `{}` writes MAC {} for DIP {} ({}/{}), whose MAC is {}",
+                    v[0],
+                    v.get(4).map_or("", |s| s.as_str()),
+                    std::net::Ipv4Addr::from(m),
+                    vm.tenant,
+                    vm.name,
+                    crate::space::mac(vm.mac)
+                ),
+            ));
+        }
+        out
     }
-    out
 }
 
 fn tunnel_cx(r: &Row, summary: String) -> Counterexample {

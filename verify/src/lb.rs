@@ -1,0 +1,810 @@
+//! The load-balancer model: Muxes, HMux switches and DoS black holes as a trace reads them.
+//!
+//! Expects an [`Artifacts`] set: the rows of [`ROW_RELATIONS`] (software
+//! Muxes' `agent_mux_*`, HMux switches' `p4_vip` / `p4_ecmp_member` /
+//! `p4_tunnel`, `agent_mux_blackhole`) and `p4_announce`.
+//! Guarantees:
+//! - Row ids (what `Hop::Lb { row }` names) number every row of
+//!   [`ROW_RELATIONS`], relation after relation in that order and each
+//!   relation's rows in artifact order; [`Lb::row`] finds the row again in
+//!   the artifacts (so a citation is always the current `file:line`).
+//! - [`Lb::update`] moves the model to the next generation and equals
+//!   [`Lb::build`] on it (same entries, same ids, same holders): it diffs
+//!   each changed relation's rows in order (a linear merge: an update adds
+//!   or removes a few of tens of thousands), re-parses only the rows added,
+//!   drops the entries of the rows removed and renumbers the rest. It also
+//!   says what a trace could see differently: the (instance, address)
+//!   pairs whose entries changed and the addresses whose holders changed.
+//!   Two rows with one key (the model keeps the last) make an update build
+//!   the model again in full.
+
+use crate::artifacts::{Artifacts, Row};
+use crate::network::{row_err, ModelError};
+use crate::ofctl::{parse_ip, parse_mac};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The relations whose rows a path can name, in row-id order.
+pub const ROW_RELATIONS: [&str; 7] = [
+    "agent_mux_vip",
+    "agent_mux_member",
+    "agent_mux_tunnel",
+    "p4_vip",
+    "p4_ecmp_member",
+    "p4_tunnel",
+    "agent_mux_blackhole",
+];
+
+/// What each relation of [`ROW_RELATIONS`] is.
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    /// A VIP's entry; `hmux`: an HMux switch's (held only if announced).
+    Vip {
+        hmux: bool,
+    },
+    Member,
+    Tunnel,
+    Blackhole,
+}
+
+const KINDS: [Kind; 7] = [
+    Kind::Vip { hmux: false },
+    Kind::Member,
+    Kind::Tunnel,
+    Kind::Vip { hmux: true },
+    Kind::Member,
+    Kind::Tunnel,
+    Kind::Blackhole,
+];
+
+/// A Mux entry: (proto, port, n, row id).
+pub type VipEntry = (u8, u16, u64, u32);
+/// (instance, vip, proto, port, idx).
+pub type MemberKey = (String, u32, u8, u16, u64);
+
+/// The load-balancer entries of one generation.
+#[derive(Default)]
+pub struct Lb {
+    /// The first row id of each relation of [`ROW_RELATIONS`], then the count.
+    base: [u32; 8],
+    /// Per VIP relation (`agent_mux_vip`, `p4_vip`), each row's address.
+    vip_addr: [Vec<u32>; 2],
+    /// (instance, vni, address) → entries, in row order.
+    pub vip: BTreeMap<(String, u64, u32), Vec<VipEntry>>,
+    /// → (mvni, member, row id).
+    pub member: BTreeMap<MemberKey, (u64, u32, u32)>,
+    /// (instance, mvni, member) → (underlay, dmac, row id).
+    pub tunnel: BTreeMap<(String, u64, u32), (u32, u64, u32)>,
+    /// (instance, address) → row id.
+    pub blackhole: BTreeMap<(String, u32), u32>,
+    /// address → instance → its VIP rows there ([software Mux, HMux]).
+    held: BTreeMap<u32, BTreeMap<String, [u32; 2]>>,
+    /// /32 address → the switches announcing it (`p4_announce`), in row order.
+    announced: BTreeMap<u32, Vec<String>>,
+    /// address → instances holding it (the HMux switches announcing it if
+    /// one of them holds it, else the software Muxes with a VIP entry), sorted.
+    holders: BTreeMap<u32, Vec<String>>,
+    /// Two rows of a relation share a key (the model keeps the last).
+    duplicate: bool,
+}
+
+/// What [`Lb::update`] found changed.
+#[derive(Default)]
+pub struct LbChange {
+    /// Old row id → new (`None`: the row is gone); `None` when the identity.
+    pub renumber: Option<Vec<Option<u32>>>,
+    /// (instance, address) whose entries differ (`None`: any address).
+    pub instances: BTreeSet<(String, Option<u32>)>,
+    /// Addresses whose holders differ.
+    pub addresses: BTreeSet<u32>,
+}
+
+/// One row's entry in the model (its key, parsed).
+enum Entry {
+    Vip((String, u64, u32), (u8, u16, u64)),
+    Member(MemberKey, (u64, u32)),
+    Tunnel((String, u64, u32), (u32, u64)),
+    Blackhole((String, u32)),
+    /// A black-hole row whose address does not parse (never reached).
+    Inert(String),
+}
+
+impl Entry {
+    fn parse(kind: Kind, r: &Row) -> Result<Entry, ModelError> {
+        let v = &r.vals;
+        let inst = || v.first().cloned().unwrap_or_default();
+        Ok(match kind {
+            Kind::Vip { .. } => {
+                let bad = || row_err(r, "expected (device, vni, vip, proto, port, n)");
+                let key = (
+                    inst(),
+                    num_at(v, 1).ok_or_else(bad)?,
+                    ip_at(v, 2).ok_or_else(bad)?,
+                );
+                let val = (
+                    num_at(v, 3).ok_or_else(bad)? as u8,
+                    num_at(v, 4).ok_or_else(bad)? as u16,
+                    num_at(v, 5).ok_or_else(bad)?,
+                );
+                Entry::Vip(key, val)
+            }
+            Kind::Member => {
+                let bad = || row_err(r, "expected (device, vip, proto, port, idx, mvni, member)");
+                let key = (
+                    inst(),
+                    ip_at(v, 1).ok_or_else(bad)?,
+                    num_at(v, 2).ok_or_else(bad)? as u8,
+                    num_at(v, 3).ok_or_else(bad)? as u16,
+                    num_at(v, 4).ok_or_else(bad)?,
+                );
+                Entry::Member(
+                    key,
+                    (num_at(v, 5).ok_or_else(bad)?, ip_at(v, 6).ok_or_else(bad)?),
+                )
+            }
+            Kind::Tunnel => {
+                let bad = || row_err(r, "expected (device, mvni, member, underlay, dmac)");
+                let key = (
+                    inst(),
+                    num_at(v, 1).ok_or_else(bad)?,
+                    ip_at(v, 2).ok_or_else(bad)?,
+                );
+                let dmac = v.get(4).and_then(|m| parse_mac(m)).ok_or_else(bad)?;
+                Entry::Tunnel(key, (ip_at(v, 3).ok_or_else(bad)?, dmac))
+            }
+            Kind::Blackhole => match ip_at(v, 1) {
+                Some(ip) => Entry::Blackhole((inst(), ip)),
+                None => Entry::Inert(inst()),
+            },
+        })
+    }
+
+    /// The (instance, address) a trace reads this entry at (a member's is
+    /// its VIP's; a tunnel's is every VIP with that member: [`Lb::update`]).
+    fn at(&self) -> Option<(String, Option<u32>)> {
+        match self {
+            Entry::Vip((i, _, a), _) => Some((i.clone(), Some(*a))),
+            Entry::Member((i, a, ..), _) => Some((i.clone(), Some(*a))),
+            Entry::Blackhole((i, a)) => Some((i.clone(), Some(*a))),
+            Entry::Inert(i) => Some((i.clone(), None)),
+            Entry::Tunnel(..) => None,
+        }
+    }
+}
+
+impl Lb {
+    /// The model of every row of `a`.
+    pub fn build(a: &Artifacts) -> Result<Lb, ModelError> {
+        let mut lb = Lb::default();
+        let mut id = 0u32;
+        for (k, rel) in ROW_RELATIONS.iter().enumerate() {
+            lb.base[k] = id;
+            for r in a.rows(rel) {
+                let e = Entry::parse(KINDS[k], r)?;
+                if let (Entry::Vip(key, _), Some(f)) = (&e, vip_family(k)) {
+                    lb.vip_addr[f].push(key.2);
+                }
+                lb.insert(KINDS[k], e, id);
+                id += 1;
+            }
+        }
+        lb.base[7] = id;
+        lb.announced = announced(a);
+        let addrs: Vec<u32> = lb.held.keys().chain(lb.announced.keys()).copied().collect();
+        for addr in addrs {
+            lb.set_holders(addr);
+        }
+        Ok(lb)
+    }
+
+    /// Address → instances holding it.
+    pub fn holders(&self) -> &BTreeMap<u32, Vec<String>> {
+        &self.holders
+    }
+
+    /// The relation and row of row id `id` in `a` (the artifacts the model
+    /// was built or updated from).
+    pub fn row<'a>(&self, a: &'a Artifacts, id: u32) -> Option<(&'static str, &'a Row)> {
+        let k = self.relation_of(id)?;
+        let rel = ROW_RELATIONS[k];
+        Some((rel, a.rows(rel).get((id - self.base[k]) as usize)?))
+    }
+
+    /// The address of a VIP entry's row (`None`: not a VIP row).
+    pub fn vip_of(&self, id: u32) -> Option<u32> {
+        let k = self.relation_of(id)?;
+        let f = vip_family(k)?;
+        self.vip_addr[f].get((id - self.base[k]) as usize).copied()
+    }
+
+    fn relation_of(&self, id: u32) -> Option<usize> {
+        (0..7).find(|&k| id >= self.base[k] && id < self.base[k + 1])
+    }
+
+    /// Adds row `id`'s entry (the last row of a key wins, as a fresh build
+    /// reads them in order; a key seen twice is noted).
+    fn insert(&mut self, kind: Kind, e: Entry, id: u32) {
+        match e {
+            Entry::Vip(key, (proto, port, n)) => {
+                let fam = usize::from(matches!(kind, Kind::Vip { hmux: true }));
+                let c = self
+                    .held
+                    .entry(key.2)
+                    .or_default()
+                    .entry(key.0.clone())
+                    .or_default();
+                c[fam] += 1;
+                let es = self.vip.entry(key).or_default();
+                let at = es.partition_point(|x| x.3 < id);
+                es.insert(at, (proto, port, n, id));
+            }
+            Entry::Member(key, (mvni, member)) => {
+                self.duplicate |= self.member.insert(key, (mvni, member, id)).is_some();
+            }
+            Entry::Tunnel(key, (underlay, dmac)) => {
+                self.duplicate |= self.tunnel.insert(key, (underlay, dmac, id)).is_some();
+            }
+            Entry::Blackhole(key) => {
+                self.duplicate |= self.blackhole.insert(key, id).is_some();
+            }
+            Entry::Inert(_) => {}
+        }
+    }
+
+    /// Drops row `id`'s entry (a model without duplicate keys).
+    fn remove(&mut self, kind: Kind, e: &Entry, id: u32) {
+        match e {
+            Entry::Vip(key, _) => {
+                if let Some(es) = self.vip.get_mut(key) {
+                    es.retain(|x| x.3 != id);
+                    if es.is_empty() {
+                        self.vip.remove(key);
+                    }
+                }
+                let fam = usize::from(matches!(kind, Kind::Vip { hmux: true }));
+                if let Some(at) = self.held.get_mut(&key.2) {
+                    if let Some(c) = at.get_mut(&key.0) {
+                        c[fam] = c[fam].saturating_sub(1);
+                        if *c == [0, 0] {
+                            at.remove(&key.0);
+                        }
+                    }
+                    if at.is_empty() {
+                        self.held.remove(&key.2);
+                    }
+                }
+            }
+            Entry::Member(key, _) => {
+                self.member.remove(key);
+            }
+            Entry::Tunnel(key, _) => {
+                self.tunnel.remove(key);
+            }
+            Entry::Blackhole(key) => {
+                self.blackhole.remove(key);
+            }
+            Entry::Inert(_) => {}
+        }
+    }
+
+    /// Recomputes who holds `addr` (an announcing HMux switch that holds
+    /// it takes it from the software Muxes).
+    fn set_holders(&mut self, addr: u32) {
+        let held = self.held.get(&addr);
+        let holds = |s: &String| held.is_some_and(|h| h.contains_key(s));
+        let mut hs: Vec<String> = match self.announced.get(&addr) {
+            Some(sw) if sw.iter().any(holds) => sw.clone(),
+            _ => held
+                .into_iter()
+                .flatten()
+                .filter(|(_, c)| c[0] > 0)
+                .map(|(i, _)| i.clone())
+                .collect(),
+        };
+        hs.sort();
+        hs.dedup();
+        if hs.is_empty() {
+            self.holders.remove(&addr);
+        } else {
+            self.holders.insert(addr, hs);
+        }
+    }
+
+    /// Moves the model from `old` (what it was built from) to `new`, where
+    /// only the relations `dirty` names may differ; what changed.
+    pub fn update(
+        &mut self,
+        old: &Artifacts,
+        new: &Artifacts,
+        dirty: impl Fn(&str) -> bool,
+    ) -> Result<LbChange, ModelError> {
+        if self.duplicate {
+            return self.rebuild(old, new);
+        }
+        let mut ch = LbChange::default();
+        // per relation: old index → new, and the rows added
+        let mut pos: Vec<Option<Vec<Option<u32>>>> = Vec::with_capacity(7);
+        let mut added: Vec<Vec<usize>> = Vec::with_capacity(7);
+        let mut new_base = [0u32; 8];
+        for (k, rel) in ROW_RELATIONS.iter().enumerate() {
+            let (o, n) = (old.rows(rel), new.rows(rel));
+            new_base[k + 1] = new_base[k] + n.len() as u32;
+            if !dirty(rel) {
+                pos.push(None);
+                added.push(Vec::new());
+                continue;
+            }
+            let p = row_positions(o, n);
+            let mut hit = vec![false; n.len()];
+            for j in p.iter().flatten() {
+                hit[*j as usize] = true;
+            }
+            added.push((0..n.len()).filter(|j| !hit[*j]).collect());
+            pos.push(Some(p));
+        }
+        // one map over every row id, old → new
+        let identity = self.base == new_base && pos.iter().flatten().all(|p| is_identity(p));
+        let global: Option<Vec<Option<u32>>> = (!identity).then(|| {
+            let mut g = Vec::with_capacity(self.base[7] as usize);
+            for (k, p) in pos.iter().enumerate() {
+                let len = self.base[k + 1] - self.base[k];
+                match p {
+                    None => g.extend((0..len).map(|i| Some(new_base[k] + i))),
+                    Some(p) => g.extend(p.iter().map(|j| j.map(|j| new_base[k] + j))),
+                }
+            }
+            g
+        });
+        let mut tunnels: BTreeSet<(String, u64, u32)> = BTreeSet::new();
+        let mut addrs: BTreeSet<u32> = BTreeSet::new();
+        let mut note = |e: &Entry, ch: &mut LbChange, addrs: &mut BTreeSet<u32>| {
+            match e {
+                Entry::Tunnel(key, _) => {
+                    tunnels.insert(key.clone());
+                }
+                Entry::Vip(key, _) => {
+                    addrs.insert(key.2);
+                }
+                _ => {}
+            }
+            ch.instances.extend(e.at());
+        };
+        // the rows removed (they parsed when the model was built)
+        for (k, rel) in ROW_RELATIONS.iter().enumerate() {
+            let Some(p) = &pos[k] else { continue };
+            let rows = old.rows(rel);
+            for (i, j) in p.iter().enumerate() {
+                if j.is_some() {
+                    continue;
+                }
+                let e = Entry::parse(KINDS[k], &rows[i])?;
+                note(&e, &mut ch, &mut addrs);
+                self.remove(KINDS[k], &e, self.base[k] + i as u32);
+            }
+        }
+        if let Some(g) = &global {
+            self.renumber(g);
+        }
+        self.base = new_base;
+        // the rows added, in row order (a bad row fails as a fresh build would)
+        for (k, rel) in ROW_RELATIONS.iter().enumerate() {
+            let rows = new.rows(rel);
+            if let Some(f) = vip_family(k) {
+                if let Some(p) = &pos[k] {
+                    let mut v = vec![0; rows.len()];
+                    for (i, j) in p.iter().enumerate() {
+                        if let Some(j) = j {
+                            v[*j as usize] = self.vip_addr[f][i];
+                        }
+                    }
+                    self.vip_addr[f] = v;
+                }
+            }
+            for &j in &added[k] {
+                let e = Entry::parse(KINDS[k], &rows[j])?;
+                note(&e, &mut ch, &mut addrs);
+                if let (Entry::Vip(key, _), Some(f)) = (&e, vip_family(k)) {
+                    self.vip_addr[f][j] = key.2;
+                }
+                self.insert(KINDS[k], e, new_base[k] + j as u32);
+            }
+        }
+        if self.duplicate {
+            return self.rebuild(old, new);
+        }
+        // a member's tunnel changed: every VIP at that instance with the member
+        for (inst, mvni, member) in &tunnels {
+            let from = (inst.clone(), 0, 0, 0, 0);
+            let to = (inst.clone(), u32::MAX, u8::MAX, u16::MAX, u64::MAX);
+            for (key, (mv, m, _)) in self.member.range(from..=to) {
+                if mv == mvni && m == member {
+                    ch.instances.insert((inst.clone(), Some(key.1)));
+                }
+            }
+        }
+        if dirty("p4_announce") {
+            let now = announced(new);
+            for a in self.announced.keys().chain(now.keys()) {
+                if self.announced.get(a) != now.get(a) {
+                    addrs.insert(*a);
+                }
+            }
+            self.announced = now;
+        }
+        for a in addrs {
+            let before = self.holders.get(&a).cloned();
+            self.set_holders(a);
+            if self.holders.get(&a) != before.as_ref() {
+                ch.addresses.insert(a);
+            }
+        }
+        ch.renumber = global;
+        Ok(ch)
+    }
+
+    /// Every row id in the entries through `g` (old → new; kept rows only).
+    fn renumber(&mut self, g: &[Option<u32>]) {
+        let at = |id: &mut u32| {
+            if let Some(Some(n)) = g.get(*id as usize) {
+                *id = *n;
+            }
+        };
+        for es in self.vip.values_mut() {
+            es.iter_mut().for_each(|e| at(&mut e.3));
+            // rows paired out of order (the hashed rest) keep row order
+            es.sort_by_key(|e| e.3);
+        }
+        self.member.values_mut().for_each(|v| at(&mut v.2));
+        self.tunnel.values_mut().for_each(|v| at(&mut v.2));
+        self.blackhole.values_mut().for_each(at);
+    }
+
+    /// [`Lb::update`] by building the model of `new` and comparing.
+    fn rebuild(&mut self, old: &Artifacts, new: &Artifacts) -> Result<LbChange, ModelError> {
+        let before = Lb::build(old)?;
+        *self = Lb::build(new)?;
+        let mut ch = LbChange::default();
+        for (i, a) in changed_at(old, new) {
+            ch.instances.insert((i, a));
+        }
+        for a in before.holders.keys().chain(self.holders.keys()) {
+            if before.holders.get(a) != self.holders.get(a) {
+                ch.addresses.insert(*a);
+            }
+        }
+        type Key<'a> = (&'static str, &'a [String]);
+        let keys = |a: &'_ Artifacts| -> Vec<(&'static str, Vec<String>)> {
+            ROW_RELATIONS
+                .iter()
+                .flat_map(|rel| a.rows(rel).iter().map(move |r| (*rel, r.vals.clone())))
+                .collect()
+        };
+        let (o, n) = (keys(old), keys(new));
+        let ok: Vec<Key> = o.iter().map(|(r, v)| (*r, v.as_slice())).collect();
+        let nk: Vec<Key> = n.iter().map(|(r, v)| (*r, v.as_slice())).collect();
+        ch.renumber = crate::incremental::positions(&ok, &nk);
+        Ok(ch)
+    }
+}
+
+/// The instances whose rows differ between `old` and `new` (any address:
+/// the rebuild's answer, coarse; an update without duplicate keys diffs
+/// the rows instead).
+fn changed_at(old: &Artifacts, new: &Artifacts) -> BTreeSet<(String, Option<u32>)> {
+    type Rows<'a> = BTreeMap<&'a str, Vec<(usize, &'a [String])>>;
+    fn by_instance(a: &Artifacts) -> Rows<'_> {
+        let mut m: Rows<'_> = BTreeMap::new();
+        for (k, rel) in ROW_RELATIONS.iter().enumerate() {
+            for r in a.rows(rel) {
+                let inst = r.vals.first().map_or("", String::as_str);
+                m.entry(inst).or_default().push((k, r.vals.as_slice()));
+            }
+        }
+        m
+    }
+    let (o, n) = (by_instance(old), by_instance(new));
+    o.keys()
+        .chain(n.keys())
+        .filter(|i| o.get(*i) != n.get(*i))
+        .map(|i| (i.to_string(), None))
+        .collect()
+}
+
+/// Which family of VIP rows relation `k` is (0: software Mux, 1: HMux).
+fn vip_family(k: usize) -> Option<usize> {
+    match k {
+        0 => Some(0),
+        3 => Some(1),
+        _ => None,
+    }
+}
+
+fn announced(a: &Artifacts) -> BTreeMap<u32, Vec<String>> {
+    let mut m: BTreeMap<u32, Vec<String>> = BTreeMap::new();
+    for r in a.rows("p4_announce") {
+        let Some((ip, len)) = r.vals.get(1).and_then(|p| p.split_once('/')) else {
+            continue;
+        };
+        if let (Some(ip), "32") = (parse_ip(ip), len) {
+            m.entry(ip).or_default().push(r.vals[0].clone());
+        }
+    }
+    m
+}
+
+fn is_identity(p: &[Option<u32>]) -> bool {
+    p.iter().enumerate().all(|(i, j)| *j == Some(i as u32))
+}
+
+/// Old index → new index of rows with equal values, pairing each row at
+/// most once and in order. A linear merge: equal rows advance together, a
+/// mismatch looks a few rows ahead on each side for the other (rows added
+/// or removed there), else takes both as replaced; a long run of those
+/// and the rest is paired by hashing.
+pub(crate) fn row_positions(old: &[Row], new: &[Row]) -> Vec<Option<u32>> {
+    const AHEAD: usize = 48;
+    let mut out = vec![None; old.len()];
+    let (mut i, mut j, mut replaced) = (0, 0, 0);
+    while i < old.len() && j < new.len() {
+        if old[i].vals == new[j].vals {
+            replaced = 0;
+            out[i] = Some(j as u32);
+            i += 1;
+            j += 1;
+            continue;
+        }
+        let upto = |n: usize, at: usize| at + 1..n.min(at + AHEAD);
+        if let Some(k) = upto(old.len(), i).find(|&k| old[k].vals == new[j].vals) {
+            i = k; // old[i..k] removed
+            continue;
+        }
+        if let Some(k) = upto(new.len(), j).find(|&k| new[k].vals == old[i].vals) {
+            j = k; // new[j..k] added
+            continue;
+        }
+        // neither nearby: old[i] became new[j] (a member's slot renumbered,
+        // a vector's size), unless too many in a row say the rows moved
+        // farther: then what is left is paired by hashing
+        replaced += 1;
+        if replaced > AHEAD {
+            fn key(r: &Row) -> &[String] {
+                r.vals.as_slice()
+            }
+            let (ok, nk): (Vec<&[String]>, Vec<&[String]>) = (
+                old[i..].iter().map(key).collect(),
+                new[j..].iter().map(key).collect(),
+            );
+            for (d, p) in crate::incremental::paired(&ok, &nk).into_iter().enumerate() {
+                out[i + d] = p.map(|p| p + j as u32);
+            }
+            return out;
+        }
+        i += 1;
+        j += 1;
+        continue;
+    }
+    out
+}
+
+/// The rows of `old` and `new` that differ: those [`row_positions`] leaves
+/// unpaired, or every row of both when it pairs rows out of order (a
+/// reorder can change which of two rows with one key a reader takes).
+pub fn changed_rows<'a>(old: &'a [Row], new: &'a [Row]) -> Vec<&'a Row> {
+    let p = row_positions(old, new);
+    let mut hit = vec![false; new.len()];
+    let mut last = None;
+    let mut in_order = true;
+    for j in p.iter().flatten() {
+        hit[*j as usize] = true;
+        in_order &= last.is_none_or(|l| l < *j);
+        last = Some(*j);
+    }
+    if !in_order {
+        return old.iter().chain(new).collect();
+    }
+    let removed = p
+        .iter()
+        .zip(old)
+        .filter(|(j, _)| j.is_none())
+        .map(|(_, r)| r);
+    let added = hit.iter().zip(new).filter(|(h, _)| !**h).map(|(_, r)| r);
+    removed.chain(added).collect()
+}
+
+fn num_at(v: &[String], i: usize) -> Option<u64> {
+    v.get(i)?.parse().ok()
+}
+
+fn ip_at(v: &[String], i: usize) -> Option<u32> {
+    parse_ip(v.get(i)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A row of relation `k` of [`ROW_RELATIONS`] (or `p4_announce` for 7)
+    /// from small numbers: few instances, VIPs and members, so keys repeat.
+    fn row(k: usize, x: [u8; 4]) -> (String, Row) {
+        let ip = |n: u8| format!("10.0.0.{}", n % 3 + 1);
+        let vip = |n: u8| format!("100.64.0.{}", n % 3 + 1);
+        let (mux, hmux) = (format!("smux-{}", x[0] % 2), format!("tor-{}", x[0] % 2));
+        let vals: Vec<String> = match k {
+            0 | 3 => vec![
+                if k == 0 { mux } else { hmux },
+                "7".into(),
+                vip(x[1]),
+                "6".into(),
+                "80".into(),
+                (x[2] % 3 + 1).to_string(),
+            ],
+            1 | 4 => vec![
+                if k == 1 { mux } else { hmux },
+                vip(x[1]),
+                "6".into(),
+                "80".into(),
+                (x[2] % 3).to_string(),
+                "9".into(),
+                ip(x[3]),
+            ],
+            2 | 5 => vec![
+                if k == 2 { mux } else { hmux },
+                "9".into(),
+                ip(x[1]),
+                format!("172.16.0.{}", x[2] % 4),
+                format!("02:00:00:00:00:0{}", x[3] % 4),
+            ],
+            6 => vec![
+                mux,
+                if x[1].is_multiple_of(4) {
+                    "bad".into()
+                } else {
+                    vip(x[1])
+                },
+            ],
+            _ => vec![hmux, format!("{}/32", vip(x[1]))],
+        };
+        let rel = if k == 7 {
+            "p4_announce"
+        } else {
+            ROW_RELATIONS[k]
+        };
+        (
+            rel.to_string(),
+            Row {
+                vals,
+                at: String::new(),
+            },
+        )
+    }
+
+    fn artifacts(rows: &[(usize, [u8; 4])]) -> Artifacts {
+        let mut a = Artifacts::default();
+        for &(k, x) in rows {
+            let (rel, r) = row(k, x);
+            a.relations.entry(rel).or_default().push(r);
+        }
+        // every row cites its line, so an edit moves the later rows' lines
+        for rows in a.relations.values_mut() {
+            for (i, r) in rows.iter_mut().enumerate() {
+                r.at = format!("f:{}", i + 1);
+            }
+        }
+        a
+    }
+
+    /// What a trace reads at (instance, address), row ids aside: the VIP
+    /// entries with each slot's member and tunnel, and the black hole.
+    type View = (
+        Vec<(u64, u8, u16, Vec<Option<(u64, u32, Option<(u32, u64)>)>>)>,
+        bool,
+    );
+
+    fn view(lb: &Lb, inst: &str, addr: u32) -> View {
+        let mut entries = Vec::new();
+        for ((i, vni, a), es) in &lb.vip {
+            if i != inst || *a != addr {
+                continue;
+            }
+            for &(proto, port, n, _) in es {
+                let slots = (0..n.min(8))
+                    .map(|idx| {
+                        let key = (inst.to_string(), addr, proto, port, idx);
+                        lb.member.get(&key).map(|&(mvni, m, _)| {
+                            let t = lb.tunnel.get(&(inst.to_string(), mvni, m));
+                            (mvni, m, t.map(|&(u, d, _)| (u, d)))
+                        })
+                    })
+                    .collect();
+                entries.push((*vni, proto, port, slots));
+            }
+        }
+        (
+            entries,
+            lb.blackhole.contains_key(&(inst.to_string(), addr)),
+        )
+    }
+
+    fn same_model(a: &Lb, b: &Lb) -> Result<(), TestCaseError> {
+        prop_assert_eq!(a.base, b.base);
+        prop_assert_eq!(&a.vip_addr, &b.vip_addr);
+        prop_assert_eq!(&a.vip, &b.vip);
+        prop_assert_eq!(&a.member, &b.member);
+        prop_assert_eq!(&a.tunnel, &b.tunnel);
+        prop_assert_eq!(&a.blackhole, &b.blackhole);
+        prop_assert_eq!(&a.holders, &b.holders);
+        Ok(())
+    }
+
+    proptest! {
+        /// An update equals a build of the new rows (entries, row ids,
+        /// holders); its renumbering maps each kept row to an equal one;
+        /// every (instance, address) a trace would read differently and
+        /// every address whose holders differ is named. Duplicate keys and
+        /// black holes that do not parse are drawn too.
+        #[test]
+        fn update_equals_build_and_names_every_change(
+            rows in proptest::collection::vec((0usize..8, any::<[u8; 4]>()), 0..40),
+            edits in proptest::collection::vec(
+                (0usize..60, proptest::option::of((0usize..8, any::<[u8; 4]>()))), 1..6),
+        ) {
+            let mut next = rows.clone();
+            for (at, item) in edits {
+                let at = at.min(next.len());
+                match item {
+                    Some(r) => next.insert(at, r),
+                    None if at < next.len() => { next.remove(at); }
+                    None => {}
+                }
+            }
+            let (old, new) = (artifacts(&rows), artifacts(&next));
+            let mut lb = Lb::build(&old).unwrap();
+            let before = Lb::build(&old).unwrap();
+            let ch = lb.update(&old, &new, |_| true).unwrap();
+            let fresh = Lb::build(&new).unwrap();
+            same_model(&lb, &fresh)?;
+            if let Some(g) = &ch.renumber {
+                for (i, j) in g.iter().enumerate() {
+                    if let Some(j) = j {
+                        let (ro, o) = before.row(&old, i as u32).unwrap();
+                        let (rn, n) = fresh.row(&new, *j).unwrap();
+                        prop_assert_eq!((ro, &o.vals), (rn, &n.vals));
+                    }
+                }
+            } else {
+                prop_assert_eq!(before.base, fresh.base);
+            }
+            let insts: BTreeSet<&str> = ["smux-0", "smux-1", "tor-0", "tor-1"].into();
+            for inst in insts {
+                for addr in (1..4).map(|n| u32::from_be_bytes([100, 64, 0, n])) {
+                    if view(&before, inst, addr) != view(&fresh, inst, addr) {
+                        prop_assert!(
+                            ch.instances.contains(&(inst.to_string(), Some(addr)))
+                                || ch.instances.contains(&(inst.to_string(), None)),
+                            "{inst} at {addr} changed unnamed"
+                        );
+                    }
+                }
+            }
+            for a in before.holders.keys().chain(fresh.holders.keys()) {
+                if before.holders.get(a) != fresh.holders.get(a) {
+                    prop_assert!(ch.addresses.contains(a));
+                }
+            }
+        }
+    }
+
+    /// A row removed above a row a path names moves its citation: the row
+    /// id is renumbered and the row found again cites its new line.
+    #[test]
+    fn a_removed_row_renumbers_and_recites_the_rows_after_it() {
+        let old = artifacts(&[(0, [0, 0, 0, 0]), (0, [0, 1, 0, 0]), (0, [0, 2, 0, 0])]);
+        let new = artifacts(&[(0, [0, 1, 0, 0]), (0, [0, 2, 0, 0])]);
+        let mut lb = Lb::build(&old).unwrap();
+        let ch = lb.update(&old, &new, |_| true).unwrap();
+        assert_eq!(ch.renumber, Some(vec![None, Some(0), Some(1)]));
+        let (_, r) = lb.row(&new, 1).unwrap();
+        assert_eq!((r.vals[2].as_str(), r.at.as_str()), ("100.64.0.3", "f:2"));
+        assert_eq!(lb.vip_of(1), Some(u32::from_be_bytes([100, 64, 0, 3])));
+    }
+}
