@@ -22,6 +22,10 @@
 //!   holds each row at most once per worker (its stratum runs once per
 //!   epoch and its distinct places a row on one worker), consolidation
 //!   within a part is the caller's.
+//! - A piece marked in `release` (a one-shot engine's strata no later
+//!   change can reach) has its input closed right after its first run
+//!   ([`Release`]): its dataflow drains and timely drops it, arrangements
+//!   and all; it never runs again (were it to get input, the worker fails).
 //! - No unbounded blind waits: the driver waits in 100 ms slices and checks
 //!   that every worker thread is alive; a worker that panics reports it
 //!   (caught with `catch_unwind`) and sets the shared abort flag, which every
@@ -34,9 +38,10 @@
 //!   dataflow drain and joins the threads; if a worker is stuck it is
 //!   detached after a grace period rather than hanging the caller.
 
-use super::render::{self, Built, Dirty};
+use super::render::{self, Built, Dirty, Piece};
 use super::tuple::Tuple;
 use super::EngineError;
+use differential_dataflow::input::InputSession;
 use netc_compiler::plan::{Plan, RelId};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -100,8 +105,14 @@ pub struct Workers {
 const SLICE: Duration = Duration::from_millis(100);
 
 impl Workers {
-    /// Starts the threads and waits until every worker has built the dataflow.
-    pub fn start(plan: Arc<Plan>, n: usize) -> Result<Workers, EngineError> {
+    /// Starts the threads and waits until every worker has built the
+    /// dataflow. `release[p]`: piece `p` is released after its first run
+    /// (see [`Release`]).
+    pub fn start(
+        plan: Arc<Plan>,
+        n: usize,
+        release: Arc<Vec<bool>>,
+    ) -> Result<Workers, EngineError> {
         if n == 0 {
             return Err(EngineError::NoWorkers);
         }
@@ -129,7 +140,16 @@ impl Workers {
                 return;
             };
             let outcome = catch_unwind(AssertUnwindSafe(|| {
-                worker_loop(worker, &plan, dirty.clone(), &rx, &reply_tx, &abort_w)
+                let release = Release::new(release.clone());
+                worker_loop(
+                    worker,
+                    &plan,
+                    dirty.clone(),
+                    release,
+                    &rx,
+                    &reply_tx,
+                    &abort_w,
+                )
             }));
             if let Err(payload) = outcome {
                 let message = payload
@@ -376,6 +396,34 @@ fn send_part(tx: &Sender<Reply>, worker: usize, epoch: u64, pending: &mut Update
     .ok()
 }
 
+/// The pieces a one-shot engine drops after their first run
+/// (`Engine::new_one_shot`). Closing a piece's input lets its dataflow
+/// drain, and timely then drops it with every arrangement it held; its
+/// results are already with the driver and in its readers' inputs.
+struct Release {
+    after_first_run: Arc<Vec<bool>>,
+    /// Pieces whose input is closed: they never run again.
+    done: Vec<bool>,
+}
+
+impl Release {
+    fn new(after_first_run: Arc<Vec<bool>>) -> Release {
+        let done = vec![false; after_first_run.len()];
+        Release {
+            after_first_run,
+            done,
+        }
+    }
+
+    /// Called after piece `p` ran and handed its changes on.
+    fn after_run(&mut self, p: usize, piece: &mut Piece) {
+        if self.after_first_run[p] && !self.done[p] {
+            self.done[p] = true;
+            std::mem::replace(&mut piece.input, InputSession::new()).close();
+        }
+    }
+}
+
 fn aborted(abort: &AtomicBool) -> bool {
     abort.load(Ordering::Relaxed)
 }
@@ -385,6 +433,7 @@ fn worker_loop(
     worker: &mut Worker,
     plan: &Plan,
     dirty: Dirty,
+    mut release: Release,
     rx: &Receiver<Command>,
     tx: &Sender<Reply>,
     abort: &AtomicBool,
@@ -415,7 +464,8 @@ fn worker_loop(
         }
         match rx.try_recv() {
             Ok(Command::Commit { epoch, data }) => {
-                let Some(()) = run_epoch(worker, &mut b, epoch, &data, tx, abort) else {
+                let Some(()) = run_epoch(worker, &mut b, &mut release, epoch, &data, tx, abort)
+                else {
                     return;
                 };
                 drop(data);
@@ -456,6 +506,7 @@ fn worker_loop(
 fn run_epoch(
     worker: &mut Worker,
     b: &mut Built,
+    release: &mut Release,
     epoch: u64,
     data: &Updates,
     tx: &Sender<Reply>,
@@ -480,6 +531,17 @@ fn run_epoch(
     for (p, &has_base) in has_base.iter().enumerate() {
         let piece = &mut b.pieces[p];
         let dirty = b.dirty[p].load(Ordering::Acquire) == stamp;
+        if release.done[p] {
+            if has_base || dirty {
+                let message = format!("internal error: stratum {p} was released, yet it has input");
+                let _ = tx.send(Reply::Died {
+                    worker: index,
+                    message,
+                });
+                return None;
+            }
+            continue;
+        }
         if piece.time > 0 && !has_base && !dirty {
             continue;
         }
@@ -515,6 +577,7 @@ fn run_epoch(
                 b.pieces[q].input.update((*rel, t.clone()), *d);
             }
         }
+        release.after_run(p, &mut b.pieces[p]);
         if pending.is_empty() {
             pending = out;
         } else {

@@ -28,6 +28,8 @@
 //! `plan.facts` as commit 0. Each [`Engine::commit`] applies a transaction
 //! atomically and returns exactly `contents after − contents before` for
 //! every relation that changed. Results do not depend on the worker count.
+//! A one-shot engine ([`Engine::new_one_shot`]) computes the same, but
+//! after commit 0 it can change only the relations it was started with.
 
 mod arrange;
 mod body;
@@ -84,6 +86,12 @@ pub enum EngineError {
     WorkerDied { worker: usize, message: String },
     #[error("internal error: {0}")]
     Internal(String),
+    /// A one-shot engine ([`Engine::new_one_shot`]) released the dataflow
+    /// of the strata reading this relation after commit 0.
+    #[error(
+        "relation `{0}` cannot change: this engine was started for one evaluation and released what reads it"
+    )]
+    Released(String),
     #[error("the engine stopped after an earlier failure: {0}")]
     Poisoned(String),
 }
@@ -220,14 +228,51 @@ pub struct Engine {
     next_epoch: u64,
     stats: EngineStats,
     poisoned: Option<String>,
+    /// Of a one-shot engine, per relation: whether a commit after commit 0
+    /// may change its base facts. `None`: every relation may change.
+    changeable: Option<Vec<bool>>,
 }
 
 impl Engine {
     /// Checks the plan, starts `workers` worker threads, builds the dataflow
     /// on each, and commits `plan.facts` as commit 0.
     pub fn new(plan: Arc<Plan>, workers: usize) -> Result<Engine, EngineError> {
+        Engine::start(plan, workers, None)
+    }
+
+    /// Like [`Engine::new`], for a caller that evaluates once and then
+    /// changes at most the base facts of the relations `later` (`netc
+    /// compile`: the placement built-in's `vip_placement`). Every stratum
+    /// that no change of `later` can reach is dropped from the dataflow as
+    /// soon as commit 0 has computed it (its contents stay readable), so
+    /// the dataflow never holds every stratum's arrangements at once. A
+    /// later commit that changes any other relation fails with
+    /// [`EngineError::Released`] and changes nothing.
+    pub fn new_one_shot(
+        plan: Arc<Plan>,
+        workers: usize,
+        later: &[RelId],
+    ) -> Result<Engine, EngineError> {
+        let mut changeable = vec![false; plan.relations.len()];
+        for &r in later {
+            *changeable
+                .get_mut(r)
+                .ok_or(EngineError::UnknownRelation(r))? = true;
+        }
+        Engine::start(plan, workers, Some(changeable))
+    }
+
+    fn start(
+        plan: Arc<Plan>,
+        workers: usize,
+        changeable: Option<Vec<bool>>,
+    ) -> Result<Engine, EngineError> {
         validate::plan(&plan)?;
-        let w = Workers::start(plan.clone(), workers)?;
+        let release = match &changeable {
+            Some(c) => released_strata(&plan, c),
+            None => vec![false; plan.strata.len()],
+        };
+        let w = Workers::start(plan.clone(), workers, Arc::new(release))?;
         let n = plan.relations.len();
         let mut derived = vec![false; n];
         for s in &plan.strata {
@@ -252,6 +297,7 @@ impl Engine {
             next_epoch: 0,
             poisoned: None,
             plan: plan.clone(),
+            changeable,
         };
         let tx = Transaction {
             changes: plan
@@ -286,6 +332,12 @@ impl Engine {
         let start = Instant::now();
         for (rel, row, _) in &tx.changes {
             validate::row(&self.plan, *rel, row)?;
+            if let Some(c) = self.changeable.as_ref().filter(|_| self.next_epoch > 0) {
+                if !c[*rel] {
+                    let name = self.plan.relations[*rel].name.clone();
+                    return Err(EngineError::Released(name));
+                }
+            }
         }
         let mut data = Vec::with_capacity(tx.changes.len());
         for (rel, row, diff) in tx.changes {
@@ -539,6 +591,27 @@ fn count_derivations(
         (true, false) => Some(-1),
         _ => None,
     })
+}
+
+/// Per stratum, whether a one-shot engine drops its dataflow after commit 0:
+/// no change of a `changeable` relation's base facts reaches it, through
+/// the strata that read it and theirs.
+fn released_strata(plan: &Plan, changeable: &[bool]) -> Vec<bool> {
+    let routes = render::Routes::new(plan);
+    let mut reached = vec![false; plan.strata.len()];
+    let mut todo: Vec<usize> = (0..plan.relations.len())
+        .filter(|&r| changeable[r])
+        .flat_map(|r| routes.base[r].iter().copied())
+        .collect();
+    while let Some(p) = todo.pop() {
+        if std::mem::replace(&mut reached[p], true) {
+            continue;
+        }
+        for &r in &plan.strata[p].relations {
+            todo.extend(routes.derived[r].iter().copied());
+        }
+    }
+    reached.into_iter().map(|r| !r).collect()
 }
 
 /// Sorts by (relation, tuple) and sums the diffs of equal entries, dropping zeros.

@@ -45,7 +45,9 @@ pub fn load(intent: &[PathBuf], rules_dir: Option<&Path>) -> std::io::Result<Com
 /// Evaluates the plan from scratch, then runs the VIP placement built-in
 /// (`crate::placement::place_into`: unless the intent pins `vip_placement`
 /// itself, the placement is computed from the `placement_*` relations and
-/// committed as `vip_placement` rows).
+/// committed as `vip_placement` rows);
+/// the engine it returns is one-shot (`Engine::new_one_shot`: only
+/// `vip_placement` may change, and nothing does after this returns).
 ///
 /// With `NETC_TOP_RELATIONS=N` in the environment it prints, on stderr, the
 /// time of each step and the N largest relations by rows (intermediates
@@ -55,7 +57,10 @@ pub fn evaluate(plan: Arc<Plan>, workers: usize) -> Result<Engine, EngineError> 
         .ok()
         .and_then(|v| v.parse().ok());
     let start = std::time::Instant::now();
-    let mut engine = Engine::new(plan, workers)?;
+    // One evaluation, then at most the placement's commit: every stratum
+    // that commit cannot reach is dropped from the dataflow once computed.
+    let later: Vec<RelId> = plan.relation_id("vip_placement").into_iter().collect();
+    let mut engine = Engine::new_one_shot(plan, workers, &later)?;
     let evaluated = start.elapsed();
     engine.apply(Transaction::new())?;
     crate::placement::place_into(&mut engine)?;
