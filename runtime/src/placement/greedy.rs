@@ -21,17 +21,47 @@
 //!   (thesis: "the algorithm terminates");
 //! - sticky: a previous switch that is feasible (MRU ≤ 1) is kept unless
 //!   MRU(prev) − MRU(best) > delta (+[`EPS`]);
-//! - replaying from step `p` with the steps before `p` gives bit for bit the
-//!   run from scratch (loads are re-added in the same order).
+//! - a link's load is counted in multiples of 1/1024 Mbps ([`quantise`]):
+//!   every sum of loads is then exact (below 2^43 Mbps per link), so a
+//!   state summed in any order — a checkpoint plus a difference
+//!   (`blocks.rs`) — is bit for bit the state the run from scratch reaches.
 
 use super::model::{Endpoint, EndpointSpec, Model, Tables};
 use super::routes::Routes;
 use netc_compiler::value::Sym;
+use std::cmp::Reverse;
 use std::collections::BTreeMap;
 
 /// Tolerance of every comparison between utilisations, so that float
 /// rounding never decides a placement.
 pub const EPS: f64 = 1e-9;
+
+/// An endpoint's place in greedy order: its VIP's total traffic
+/// (decreasing), the VIP's address, then the VIP before its TIPs
+/// (ascending). Sorting by it is [`order`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Key {
+    traffic: Reverse<i64>,
+    vip: Endpoint,
+    tip: Option<Endpoint>,
+}
+
+impl Key {
+    /// The key of `item`, whose VIP has `traffic` in total.
+    pub fn of(item: &Item, traffic: i64) -> Key {
+        Key {
+            traffic: Reverse(traffic),
+            vip: item.vip,
+            tip: item.tip.then_some(item.ep),
+        }
+    }
+
+    /// True for a VIP's key (blocks start only at VIPs, so that a VIP and
+    /// its TIPs are never apart).
+    pub fn is_vip(&self) -> bool {
+        self.tip.is_none()
+    }
+}
 
 /// One endpoint in greedy order.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -70,6 +100,10 @@ pub struct Step {
     /// `reuse.rs` needs to confirm the decision later without re-deciding.
     /// −∞ otherwise.
     pub floor: f64,
+    /// For a placed endpoint: its LRU on its switch when decided (the
+    /// highest utilisation among the resources its load touches); −∞
+    /// otherwise. `blocks.rs` bounds how far a later change can move it.
+    pub lru: f64,
 }
 
 /// Resources of one run: switch tables and link capacities.
@@ -108,10 +142,28 @@ impl<'a> Ctx<'a> {
 
 /// Running totals: entries used per switch, Mbps per link, and the highest
 /// utilisation of any resource.
+#[derive(Clone, Debug, PartialEq)]
 pub(super) struct State {
-    used: Vec<Tables>,
-    link: Vec<f64>,
+    pub(super) used: Vec<Tables>,
+    pub(super) link: Vec<f64>,
     pub(super) max_util: f64,
+}
+
+impl State {
+    /// Nothing placed yet.
+    pub(super) fn empty(ctx: &Ctx) -> State {
+        State {
+            used: vec![[0; 3]; ctx.switches.len()],
+            link: vec![0.0; ctx.cap.len()],
+            max_util: 0.0,
+        }
+    }
+}
+
+/// A link load rounded to a multiple of 1/1024 Mbps, so that sums of loads
+/// are exact (see the module doc).
+pub(super) fn quantise(mbps: f64) -> f64 {
+    (mbps * 1024.0).round() / 1024.0
 }
 
 pub(super) fn util(used: f64, cap: f64) -> f64 {
@@ -155,24 +207,6 @@ pub fn order(model: &Model) -> Vec<Item> {
     out
 }
 
-/// Runs the greedy over `order`, keeping `prefix` (the first steps of an
-/// earlier run over the same items) and deciding the rest; `previous` is the
-/// sticky rule's current placement. Returns every step and counts the
-/// endpoints it evaluated into `evaluated`.
-pub fn run(
-    ctx: &Ctx,
-    order: &[Item],
-    prefix: &[Step],
-    previous: &BTreeMap<Endpoint, Sym>,
-    evaluated: &mut usize,
-) -> Vec<Step> {
-    let mut r = Run::new(ctx, prefix.to_vec(), order.len());
-    for item in &order[prefix.len()..] {
-        r.decide_next(item, previous, evaluated);
-    }
-    r.steps
-}
-
 /// One greedy run in progress: the steps so far and the resources they use.
 pub(super) struct Run<'c, 'a> {
     ctx: &'c Ctx<'a>,
@@ -185,34 +219,26 @@ pub(super) struct Run<'c, 'a> {
 }
 
 impl<'c, 'a> Run<'c, 'a> {
-    /// A run that starts with `prefix` (steps of an earlier run, kept as is;
-    /// taken, not copied: a prefix holds most of the loads).
-    pub(super) fn new(ctx: &'c Ctx<'a>, prefix: Vec<Step>, capacity: usize) -> Run<'c, 'a> {
-        let mut r = Run {
+    /// A run that continues from `state` (the loads of every step before
+    /// the first it will decide; `max_util` is recomputed from them:
+    /// utilisations only grow, so the running maximum is the maximum of the
+    /// current ones, bit for bit). `stopped`: whether the greedy already
+    /// stopped before.
+    pub(super) fn from_state(
+        ctx: &'c Ctx<'a>,
+        mut state: State,
+        stopped: bool,
+        capacity: usize,
+    ) -> Run<'c, 'a> {
+        state.max_util = scan_max(ctx, &state);
+        Run {
             ctx,
-            state: State {
-                used: vec![[0; 3]; ctx.switches.len()],
-                link: vec![0.0; ctx.cap.len()],
-                max_util: 0.0,
-            },
+            state,
             at: BTreeMap::new(),
-            stopped: false,
-            steps: prefix,
+            stopped,
+            steps: Vec::with_capacity(capacity),
             scratch: Scratch::new(ctx.cap.len()),
-        };
-        r.steps.reserve(capacity.saturating_sub(r.steps.len()));
-        for s in &r.steps {
-            match &s.outcome {
-                Outcome::Placed(load) => {
-                    add(&mut r.state, load);
-                    r.at.insert(s.item.ep, load.switch);
-                }
-                Outcome::Stopped => r.stopped = true,
-                Outcome::Unplaced => {}
-            }
         }
-        r.state.max_util = scan_max(ctx, &r.state);
-        r
     }
 
     /// Decides `item` by the greedy's rules and appends its step.
@@ -236,53 +262,76 @@ impl<'c, 'a> Run<'c, 'a> {
             )
         };
         match decided {
-            Some(Some((load, mru, floor))) => self.place(item, load, mru, floor),
+            Some(Some(d)) => self.place(item, d.load, d.mru, d.lru, d.floor),
             Some(None) => {
                 self.stopped = true;
-                self.push(item, Outcome::Stopped, f64::NEG_INFINITY);
+                self.push(item, Outcome::Stopped, f64::NEG_INFINITY, f64::NEG_INFINITY);
             }
-            None => self.push(item, Outcome::Unplaced, f64::NEG_INFINITY),
+            None => self.push(
+                item,
+                Outcome::Unplaced,
+                f64::NEG_INFINITY,
+                f64::NEG_INFINITY,
+            ),
         }
         self.steps.last().expect("a step was just pushed")
     }
 
     /// Appends `item` placed with `load`, the run's maximum utilisation
-    /// becoming `mru` (what [`decide`] returned, or a decision proven equal).
-    pub(super) fn place(&mut self, item: &Item, load: Load, mru: f64, floor: f64) {
+    /// becoming `mru` (what [`decide`] returned, or a decision proven equal)
+    /// and its LRU being `lru`.
+    pub(super) fn place(&mut self, item: &Item, load: Load, mru: f64, lru: f64, floor: f64) {
         add(&mut self.state, &load);
         self.state.max_util = mru;
         self.at.insert(item.ep, load.switch);
-        self.push(item, Outcome::Placed(load), floor);
+        self.push(item, Outcome::Placed(load), floor, lru);
     }
 
-    fn push(&mut self, item: &Item, outcome: Outcome, floor: f64) {
+    fn push(&mut self, item: &Item, outcome: Outcome, floor: f64, lru: f64) {
         self.steps.push(Step {
             item: item.clone(),
             outcome,
             floor,
+            lru,
         });
     }
 
-    /// The MRU of placing again exactly `load` (an endpoint's load at its
-    /// previous switch), bit for bit what [`decide`] computes for that
-    /// switch: its tables, then the links of the load. `None` if infeasible.
-    pub(super) fn mru_of(&self, load: &Load) -> Option<f64> {
+    /// The (MRU, LRU) of placing again exactly `load` (an endpoint's load
+    /// at its previous switch), bit for bit what [`decide`] computes for
+    /// that switch: its tables, then the links of the load. `None` if
+    /// infeasible.
+    pub(super) fn mru_of(&self, load: &Load) -> Option<(f64, f64)> {
         let (ctx, state) = (self.ctx, &self.state);
         let mut lru = need_util(ctx, state, &load.need, load.switch)?;
         for &(l, x) in &load.links {
             lru = lru.max(util(state.link[l] + x, ctx.cap[l]));
         }
-        lru.is_finite().then_some(state.max_util.max(lru))
+        lru.is_finite().then_some((state.max_util.max(lru), lru))
+    }
+}
+
+/// What [`decide`] chose: the load, the run's MRU after it, its LRU, and
+/// the floor (see [`Step::floor`]).
+struct Decision {
+    load: Load,
+    mru: f64,
+    lru: f64,
+    floor: f64,
+}
+
+/// Adds `load` to `state` (`sign` 1) or takes it away (−1); exact (see
+/// [`quantise`]).
+pub(super) fn add_signed(state: &mut State, load: &Load, sign: i64) {
+    for i in 0..3 {
+        state.used[load.switch][i] += sign * load.need[i];
+    }
+    for &(l, x) in &load.links {
+        state.link[l] += sign as f64 * x;
     }
 }
 
 fn add(state: &mut State, load: &Load) {
-    for i in 0..3 {
-        state.used[load.switch][i] += load.need[i];
-    }
-    for &(l, x) in &load.links {
-        state.link[l] += x;
-    }
+    add_signed(state, load, 1);
 }
 
 fn scan_max(ctx: &Ctx, state: &State) -> f64 {
@@ -308,7 +357,7 @@ fn decide(
     at: &BTreeMap<Endpoint, usize>,
     previous: &BTreeMap<Endpoint, Sym>,
     evaluated: &mut usize,
-) -> Option<Option<(Load, f64, f64)>> {
+) -> Option<Option<Decision>> {
     let vip = ctx.model.vips.get(&item.vip)?;
     let (spec, sources): (&EndpointSpec, Vec<(Sym, f64)>) = if item.tip {
         let vs = *at.get(&item.vip)?;
@@ -349,7 +398,7 @@ fn decide(
         Some((s, b)) if b.mru <= 1.0 + EPS => (s, b),
         _ => return Some(None),
     };
-    let mut mru = best.mru;
+    let (mut mru, mut lru) = (best.mru, best.lru);
     // Every candidate not chosen has MRU >= the best's at its turn − EPS, and
     // the best's MRU only falls as the scan goes (see reuse.rs).
     let floor = best.mru - EPS;
@@ -363,11 +412,17 @@ fn decide(
             {
                 chosen = p;
                 mru = pe.mru;
+                lru = pe.lru;
             }
         }
     }
     let load = load_at(ctx, scratch, spec, &sources, chosen)?;
-    Some(Some((load, mru, floor)))
+    Some(Some(Decision {
+        load,
+        mru,
+        lru,
+        floor,
+    }))
 }
 
 /// A candidate's (MRU, LRU).
@@ -470,7 +525,7 @@ fn score(
     let ok = scratch.add_legs(ctx, spec, sources, s);
     let mut lru = tab;
     for &l in &scratch.touched {
-        let x = scratch.load[l];
+        let x = quantise(scratch.load[l]);
         if x > 0.0 {
             lru = lru.max(util(state.link[l] + x, ctx.cap[l]));
         }
@@ -494,7 +549,7 @@ fn load_at(
     let mut links: Vec<(usize, f64)> = scratch
         .touched
         .iter()
-        .map(|&l| (l, scratch.load[l]))
+        .map(|&l| (l, quantise(scratch.load[l])))
         .filter(|(_, x)| *x > 0.0)
         .collect();
     links.sort_unstable_by_key(|(l, _)| *l);

@@ -6,20 +6,24 @@
 //! - [`Placement::update`] takes changed VIPs ([`VipChange`]: traffic, DIPs,
 //!   TIPs, added, removed). Its result is defined as the from-scratch run on
 //!   the new model with `previous` = the current placement — Duet's Sticky
-//!   re-assignment (§2.3.2). It gets there by keeping every step before the
-//!   first endpoint whose position or input changed (those steps are a fixed
-//!   point of that run: same state, and the sticky rule keeps their switch)
-//!   and going through the rest with `reuse.rs`: an endpoint whose previous
-//!   switch the sticky rule provably keeps is confirmed with that one
-//!   candidate, the others are re-decided over every switch;
-//!   [`UpdateStats`] says how many endpoints it re-decided and confirmed.
+//!   re-assignment (§2.3.2). It gets there through `blocks.rs`: the steps
+//!   are kept in blocks of consecutive keys; the blocks holding a changed
+//!   VIP are walked again (`reuse.rs`: an endpoint whose previous switch the
+//!   sticky rule provably keeps is confirmed with that one candidate, the
+//!   others are re-decided over every switch), a later block is kept
+//!   without a visit when a bound proves the sticky rule keeps all of it,
+//!   and nothing after the last change is visited once nothing differs;
+//!   [`UpdateStats`] says how many endpoints it re-decided, confirmed and
+//!   kept. The order is never sorted again and the assignment and the
+//!   delta are built from the endpoints that moved only.
 //! - A change of the fabric or of the parameters re-decides every endpoint
 //!   ([`Placement::set_fabric`], [`Placement::set_params`]), still sticky.
 //! - The returned [`Delta`] is exactly the difference of `vip_placement`
 //!   before and after: an endpoint that keeps its switch appears in neither
 //!   list; one that moves is one delete and one insert.
 
-use super::greedy::{self, Ctx, Item, Outcome, Step};
+use super::blocks::Blocks;
+use super::greedy::{self, Ctx, Item, Key, Outcome};
 use super::model::{Endpoint, Fabric, Inputs, Model, Params, VipSpec};
 use super::reuse;
 use super::routes::Routes;
@@ -28,7 +32,8 @@ use netc_compiler::plan::RelId;
 use netc_compiler::value::{Row, Sym, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
-/// One VIP's new inputs, or its removal.
+/// One VIP's new inputs, or its removal. A TIP belongs to one VIP (as
+/// [`super::model::read`] guarantees).
 #[derive(Clone, Debug, PartialEq)]
 pub enum VipChange {
     /// Adds the VIP or replaces everything known about it (with its TIPs).
@@ -71,6 +76,11 @@ pub struct UpdateStats {
     /// Endpoints whose previous switch was confirmed with one candidate
     /// (`update` only).
     pub confirmed: usize,
+    /// Endpoints in blocks a bound proved unchanged without visiting them
+    /// (`update` only; `blocks.rs`).
+    pub kept: usize,
+    /// Blocks walked (`update` only).
+    pub walked_blocks: usize,
     /// Endpoints in greedy order.
     pub endpoints: usize,
 }
@@ -80,7 +90,7 @@ pub struct UpdateStats {
 pub struct Placement {
     model: Model,
     routes: Routes,
-    steps: Vec<Step>,
+    blocks: Blocks,
     assignment: BTreeMap<Endpoint, Sym>,
     stats: UpdateStats,
 }
@@ -90,19 +100,84 @@ pub fn row(ep: Endpoint, switch: Sym) -> Row {
     vec![Value::Ipv4(u32::from(ep)), Value::Symbol(switch)]
 }
 
+/// `vip`'s items (itself, then its TIPs) with their keys, if the model has it.
+fn keyed_items(model: &Model, vip: Endpoint) -> Vec<(Key, Item)> {
+    let Some(spec) = model.vips.get(&vip) else {
+        return Vec::new();
+    };
+    let traffic = spec.total_traffic();
+    std::iter::once(Item {
+        ep: vip,
+        vip,
+        tip: false,
+    })
+    .chain(spec.tips.keys().map(|t| Item {
+        ep: *t,
+        vip,
+        tip: true,
+    }))
+    .map(|item| (Key::of(&item, traffic), item))
+    .collect()
+}
+
 impl Placement {
     /// The greedy from scratch; `previous` feeds the sticky rule.
     pub fn compute(model: Model, previous: &BTreeMap<Endpoint, Sym>) -> Placement {
+        let target = Blocks::target_for(model.vips.len());
+        Placement::compute_in_blocks(model, previous, target)
+    }
+
+    /// [`Placement::compute`] with blocks of about `target` steps (tests
+    /// use small ones, so that small models span many blocks).
+    pub(super) fn compute_in_blocks(
+        model: Model,
+        previous: &BTreeMap<Endpoint, Sym>,
+        target: usize,
+    ) -> Placement {
         let routes = Routes::new(&model.fabric);
-        let mut p = Placement {
+        let (blocks, assignment, stats) = Placement::run(&model, &routes, previous, target);
+        Placement {
             model,
             routes,
-            steps: Vec::new(),
-            assignment: BTreeMap::new(),
-            stats: UpdateStats::default(),
+            blocks,
+            assignment,
+            stats,
+        }
+    }
+
+    /// The greedy from scratch over `model`: its blocks, assignment, stats.
+    fn run(
+        model: &Model,
+        routes: &Routes,
+        previous: &BTreeMap<Endpoint, Sym>,
+        target: usize,
+    ) -> (Blocks, BTreeMap<Endpoint, Sym>, UpdateStats) {
+        let ctx = Ctx::new(model, routes);
+        let traffic: BTreeMap<Endpoint, i64> = model
+            .vips
+            .iter()
+            .map(|(v, s)| (*v, s.total_traffic()))
+            .collect();
+        let items: Vec<(Key, Item)> = greedy::order(model)
+            .into_iter()
+            .map(|item| (Key::of(&item, traffic[&item.vip]), item))
+            .collect();
+        let mut work = reuse::Work::default();
+        let blocks = Blocks::build(&ctx, items, previous, target, &mut work);
+        let assignment = blocks
+            .steps()
+            .filter_map(|s| match &s.outcome {
+                Outcome::Placed(l) => Some((s.item.ep, ctx.switches[l.switch])),
+                _ => None,
+            })
+            .collect();
+        let stats = UpdateStats {
+            replayed_from: 0,
+            evaluated: work.evaluated,
+            endpoints: blocks.len(),
+            ..UpdateStats::default()
         };
-        p.replay(0, previous);
-        p
+        (blocks, assignment, stats)
     }
 
     /// [`Placement::compute`] on what [`super::model::read`] returned.
@@ -122,8 +197,8 @@ impl Placement {
 
     /// The endpoint at which the greedy stopped (fit nowhere), if any.
     pub fn stopped_at(&self) -> Option<Endpoint> {
-        self.steps
-            .iter()
+        self.blocks
+            .steps()
             .find(|s| s.outcome == Outcome::Stopped)
             .map(|s| s.item.ep)
     }
@@ -140,8 +215,8 @@ impl Placement {
     /// step by step: same order, same switch, same load).
     #[cfg(test)]
     pub(super) fn outcomes(&self) -> Vec<(Endpoint, Outcome)> {
-        self.steps
-            .iter()
+        self.blocks
+            .steps()
             .map(|s| (s.item.ep, s.outcome.clone()))
             .collect()
     }
@@ -149,47 +224,62 @@ impl Placement {
     /// Applies VIP changes and re-places what must move (see the module doc).
     pub fn update(&mut self, changes: Vec<VipChange>) -> Delta {
         let mut dirty = BTreeSet::new();
+        let mut old_keys = Vec::new();
         for c in changes {
+            let v = match &c {
+                VipChange::Set(v, _) | VipChange::Remove(v) => *v,
+            };
+            if dirty.insert(v) {
+                old_keys.extend(keyed_items(&self.model, v).into_iter().map(|(k, _)| k));
+            }
             match c {
                 VipChange::Set(v, spec) => {
-                    dirty.insert(v);
                     self.model.vips.insert(v, spec);
                 }
                 VipChange::Remove(v) => {
-                    dirty.insert(v);
                     self.model.vips.remove(&v);
                 }
             }
         }
-        let order = greedy::order(&self.model);
-        let same = |i: usize| {
-            let (old, new) = (&self.steps[i].item, &order[i]);
-            old == new && !dirty.contains(&old.vip)
-        };
-        let n = self.steps.len().min(order.len());
-        let from = (0..n).find(|&i| !same(i)).unwrap_or(n);
-        let previous = std::mem::take(&mut self.assignment);
+        old_keys.sort_unstable();
+        let mut new_items: Vec<(Key, Item)> = dirty
+            .iter()
+            .flat_map(|v| keyed_items(&self.model, *v))
+            .collect();
+        new_items.sort_unstable_by_key(|(k, _)| *k);
         let ctx = Ctx::new(&self.model, &self.routes);
         let mut work = reuse::Work::default();
-        let steps = reuse::rerun(
+        let (moves, visit) = self.blocks.update(
             &ctx,
-            &order,
-            std::mem::take(&mut self.steps),
-            from,
             &dirty,
-            &previous,
+            &old_keys,
+            new_items,
+            &self.assignment,
             &mut work,
         );
-        let assignment = assignment_of(&ctx, &steps);
         self.stats = UpdateStats {
-            replayed_from: from,
+            replayed_from: visit.from,
             evaluated: work.evaluated,
             confirmed: work.confirmed,
-            endpoints: order.len(),
+            kept: visit.kept,
+            walked_blocks: visit.walked_blocks,
+            endpoints: self.blocks.len(),
         };
-        self.steps = steps;
-        self.assignment = assignment;
-        diff(&previous, &self.assignment)
+        let mut delta = Delta::default();
+        for (ep, (was, now)) in moves {
+            if was == now {
+                continue;
+            }
+            if let Some(s) = was {
+                delta.deleted.push((ep, s));
+                self.assignment.remove(&ep);
+            }
+            if let Some(s) = now {
+                delta.inserted.push((ep, s));
+                self.assignment.insert(ep, s);
+            }
+        }
+        delta
     }
 
     /// Replaces the fabric (switch capacities, links) and re-decides every
@@ -197,56 +287,26 @@ impl Placement {
     pub fn set_fabric(&mut self, fabric: Fabric) -> Delta {
         self.model.fabric = fabric;
         self.routes = Routes::new(&self.model.fabric);
-        let current = self.assignment.clone();
-        self.replay(0, &current)
+        self.rerun_all()
     }
 
     /// Replaces the parameters and re-decides every endpoint, sticky to the
     /// current placement.
     pub fn set_params(&mut self, params: Params) -> Delta {
         self.model.params = params;
-        let current = self.assignment.clone();
-        self.replay(0, &current)
+        self.rerun_all()
     }
 
-    fn replay(&mut self, from: usize, previous: &BTreeMap<Endpoint, Sym>) -> Delta {
-        let order = greedy::order(&self.model);
-        self.replay_order(order, from, previous)
-    }
-
-    fn replay_order(
-        &mut self,
-        order: Vec<Item>,
-        from: usize,
-        previous: &BTreeMap<Endpoint, Sym>,
-    ) -> Delta {
-        let from = from.min(self.steps.len()).min(order.len());
-        let ctx = Ctx::new(&self.model, &self.routes);
-        let mut evaluated = 0;
-        let steps = greedy::run(&ctx, &order, &self.steps[..from], previous, &mut evaluated);
-        let assignment = assignment_of(&ctx, &steps);
+    fn rerun_all(&mut self) -> Delta {
+        let target = self.blocks.target();
+        let (blocks, assignment, stats) =
+            Placement::run(&self.model, &self.routes, &self.assignment, target);
         let delta = diff(&self.assignment, &assignment);
-        self.stats = UpdateStats {
-            replayed_from: from,
-            evaluated,
-            confirmed: 0,
-            endpoints: order.len(),
-        };
-        self.steps = steps;
+        self.blocks = blocks;
         self.assignment = assignment;
+        self.stats = stats;
         delta
     }
-}
-
-/// Endpoint -> switch of the placed steps.
-fn assignment_of(ctx: &Ctx, steps: &[Step]) -> BTreeMap<Endpoint, Sym> {
-    steps
-        .iter()
-        .filter_map(|s| match &s.outcome {
-            Outcome::Placed(l) => Some((s.item.ep, ctx.switches[l.switch])),
-            _ => None,
-        })
-        .collect()
 }
 
 /// The rows of `new` not in `old` and of `old` not in `new`.

@@ -18,8 +18,12 @@
 //!   utilisation, stop at the first endpoint that fits nowhere, sticky δ);
 //! - `incremental.rs`: [`Placement`], computed once and then updated per VIP
 //!   change ([`Placement::update`] returns the minimal [`Delta`]);
-//! - `reuse.rs`: the update's re-run, confirming a later endpoint's previous
-//!   switch with one candidate where the sticky rule provably keeps it.
+//! - `blocks.rs`: the steps in blocks of consecutive keys with checkpoints,
+//!   so that an update walks only the blocks a change can alter (a bound
+//!   proves the others kept);
+//! - `reuse.rs`: walking a block again, confirming a later endpoint's
+//!   previous switch with one candidate where the sticky rule provably
+//!   keeps it.
 //!
 //! [`place_into`] is what `netc compile`/`check` run (from
 //! `intent::evaluate`): after the first evaluation, unless the intent pins
@@ -31,6 +35,7 @@
 //! through [`Engine::contents`] and [`Engine::commit`]; the rules never see
 //! anything but `vip_placement`.
 
+mod blocks;
 pub mod greedy;
 pub mod incremental;
 pub mod model;

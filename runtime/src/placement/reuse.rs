@@ -1,19 +1,24 @@
-//! Re-running the greedy after VIP changes, confirming later decisions with
-//! one candidate instead of re-deciding them over every switch.
+//! Walking one block of the greedy order again after VIP changes,
+//! confirming a later decision with one candidate instead of re-deciding it
+//! over every switch.
 //!
-//! Expects: the steps of an earlier run over the same fabric and parameters
-//! (`old`), the new order, the VIPs whose spec changed (`dirty`: set, added
-//! or removed; their TIPs with them), and `previous` = that run's placement
-//! (the sticky rule's `s_c`).
-//! Guarantees: [`rerun`] returns exactly what `greedy::run(ctx, order,
-//! &old[..from], previous)` returns — same steps, same outcomes, same loads
-//! — so `Placement::update` keeps its definition (the sticky run from
-//! scratch, specs/intent.md §5). Only the `floor`s of confirmed steps may be
-//! lower (they stay valid lower bounds).
+//! Expects: a [`Run`] holding the new run's state before the block, the
+//! block's old entries (steps of an earlier run over the same fabric and
+//! parameters) and the new items that fall in it, the VIPs whose spec
+//! changed (`dirty`: set, added or removed; their TIPs with them), the
+//! load the new run has placed before the block minus what the old steps'
+//! records were decided against (`drift`), and `previous` = the old run's
+//! placement (the sticky rule's `s_c`).
+//! Guarantees: [`walk`] decides the block exactly as the run from scratch
+//! does — same steps, same outcomes, same loads — so `Placement::update`
+//! keeps its definition (the sticky run from scratch, specs/intent.md §5).
+//! The `floor`s of confirmed steps may be lower than the run from scratch's
+//! (they stay valid lower bounds).
 //!
 //! Why it holds. At an endpoint e that is not dirty, let D be the load the
-//! new run has placed before e minus what the old run had placed before it
-//! (the dirty VIPs' old and new loads, and any endpoint decided differently),
+//! new run has placed before e minus what the old step's records were
+//! decided against (the block's drift, the dirty VIPs' old and new loads,
+//! and any endpoint decided differently),
 //! and `dec` the largest fall of any resource's utilisation that D makes.
 //! The old run placed e on s_c and recorded `floor`, a lower bound of every
 //! feasible candidate's MRU then. Every utilisation is now at least the old
@@ -27,24 +32,26 @@
 //! Feasibility of a candidate does not depend on the state, and a load at a
 //! given switch depends only on the endpoint (and a TIP's VIP's switch), so
 //! the recorded load is the one `decide` would compute. When the check
-//! fails, or D is unknown, the endpoint is decided in full.
+//! fails, the endpoint is decided in full.
 //!
 //! Why: adding a VIP used to re-decide every endpoint after it over every
 //! switch (91% of `Placement::update`, 26% of M's warm-change CPU); most of
 //! them keep their switch by the sticky rule, which this proves per
-//! endpoint in O(its links).
+//! endpoint in O(its links). (`blocks.rs` proves it for a whole block at
+//! once, so only the blocks the change is in are walked.)
 
-use super::greedy::{Ctx, Item, Load, Outcome, Run, Step, EPS};
+use super::blocks::{Drift, Entry};
+use super::greedy::{Ctx, Item, Key, Outcome, Run, EPS};
 use super::model::Endpoint;
 use netc_compiler::value::Sym;
 use std::collections::{BTreeMap, BTreeSet};
 
-/// Room for float rounding in `floor − dec`: the two runs sum the same
-/// loads in different orders, so their utilisations may differ in the last
-/// bits (far below this).
-const SLACK: f64 = 1e-6;
+/// Room for float rounding in `floor − dec`: a utilisation is a quotient,
+/// so `(a + d) / c` and `a / c + d / c` may differ in the last bits (far
+/// below this).
+pub(super) const SLACK: f64 = 1e-6;
 
-/// How much work a re-run did.
+/// How much work an update did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Work {
     /// Endpoints decided over every candidate switch.
@@ -53,180 +60,151 @@ pub struct Work {
     pub confirmed: usize,
 }
 
-/// The new run's placed load minus the old run's, over the endpoints passed.
-struct LoadDiff {
-    used: Vec<[i64; 3]>,
-    link: Vec<f64>,
-    switches: Vec<usize>,
-    links: Vec<usize>,
-    seen_switch: Vec<bool>,
-    seen_link: Vec<bool>,
-    /// The largest utilisation fall, when not `stale`.
-    dec: f64,
-    stale: bool,
+/// Each changed endpoint's switch before and after (`None`: on the SMuxes).
+pub(super) type Moves = BTreeMap<Endpoint, (Option<Sym>, Option<Sym>)>;
+
+/// The drift with its largest utilisation fall cached.
+struct LoadDiff<'d> {
+    drift: &'d mut Drift,
+    dec: Option<f64>,
 }
 
-impl LoadDiff {
-    fn new(switches: usize, links: usize) -> LoadDiff {
-        LoadDiff {
-            used: vec![[0; 3]; switches],
-            link: vec![0.0; links],
-            switches: Vec::new(),
-            links: Vec::new(),
-            seen_switch: vec![false; switches],
-            seen_link: vec![false; links],
-            dec: 0.0,
-            stale: false,
+impl LoadDiff<'_> {
+    fn apply(&mut self, ctx: &Ctx, outcome: &Outcome, sign: i64) {
+        if let Outcome::Placed(l) = outcome {
+            self.drift.apply(ctx, l, sign);
+            self.dec = None;
         }
     }
 
-    /// Adds `load` (`sign` 1) or takes it away (−1).
-    fn apply(&mut self, load: &Load, sign: i64) {
-        let s = load.switch;
-        if !self.seen_switch[s] {
-            self.seen_switch[s] = true;
-            self.switches.push(s);
-        }
-        for i in 0..3 {
-            self.used[s][i] += sign * load.need[i];
-        }
-        for &(l, x) in &load.links {
-            if !self.seen_link[l] {
-                self.seen_link[l] = true;
-                self.links.push(l);
-            }
-            self.link[l] += sign as f64 * x;
-        }
-        self.stale = true;
-    }
-
-    /// The largest fall of a resource's utilisation (∞ if a resource of
-    /// no capacity lost load).
     fn dec(&mut self, ctx: &Ctx) -> f64 {
-        if self.stale {
-            let fall = |d: f64, cap: f64| {
-                if d >= 0.0 {
-                    0.0
-                } else if cap > 0.0 {
-                    -d / cap
-                } else {
-                    f64::INFINITY
-                }
-            };
-            let mut m: f64 = 0.0;
-            for &s in &self.switches {
-                for i in 0..3 {
-                    m = m.max(fall(self.used[s][i] as f64, ctx.free[s][i] as f64));
-                }
-            }
-            for &l in &self.links {
-                m = m.max(fall(self.link[l], ctx.cap[l]));
-            }
-            self.dec = m;
-            self.stale = false;
-        }
-        self.dec
+        *self.dec.get_or_insert_with(|| self.drift.inc_dec(ctx).1)
     }
 }
 
-/// The greedy over `order` from scratch with `previous`, keeping `old`'s
-/// first `from` steps (identical in both runs) — see the module doc.
-pub fn rerun(
+/// Where a placed outcome is.
+fn switch_of(ctx: &Ctx, o: &Outcome) -> Option<Sym> {
+    match o {
+        Outcome::Placed(l) => Some(ctx.switches[l.switch]),
+        _ => None,
+    }
+}
+
+/// Decides the block again: `old` (sorted by key) merged with `new` (the
+/// dirty VIPs' items that fall in it, sorted by key); `drift` is the
+/// block's drift on entry and becomes meaningless after (the walked block's
+/// records are fresh); `d` (the update's difference) and `moves` gain what
+/// changed. Returns the block's new entries.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn walk(
     ctx: &Ctx,
-    order: &[Item],
-    mut old: Vec<Step>,
-    from: usize,
+    run: &mut Run,
+    old: Vec<Entry>,
+    new: Vec<(Key, Item)>,
     dirty: &BTreeSet<Endpoint>,
     previous: &BTreeMap<Endpoint, Sym>,
+    drift: &mut Drift,
+    d: &mut Drift,
+    moves: &mut Moves,
     work: &mut Work,
-) -> Vec<Step> {
-    let from = from.min(old.len()).min(order.len());
-    let mut old_rest = old.split_off(from);
-    let mut run = Run::new(ctx, old, order.len());
-    let mut diff = LoadDiff::new(ctx.switches.len(), ctx.cap.len());
-    // Non-dirty VIPs decided differently from the old run: their TIPs'
-    // traffic enters elsewhere, so they are decided in full.
+) -> Vec<Entry> {
+    let mut diff = LoadDiff { drift, dec: None };
+    let mut keys = Vec::with_capacity(old.len() + new.len());
+    // Non-dirty VIPs decided differently: their TIPs' traffic enters
+    // elsewhere, so they are decided in full.
     let mut moved: BTreeSet<Endpoint> = BTreeSet::new();
-    // False once the walk through `old` lost track of D.
-    let mut tracking = true;
-    let mut j = 0;
-    for item in &order[from..] {
-        if dirty.contains(&item.vip) {
-            if let Outcome::Placed(l) =
-                &run.decide_next(item, previous, &mut work.evaluated).outcome
-            {
-                diff.apply(l, 1);
-            }
-            continue;
-        }
-        // Non-dirty endpoints keep their relative order; the old steps
-        // passed on the way are dirty ones, whose old load D loses.
-        let mut same = None;
-        while tracking && j < old_rest.len() {
-            let o = &old_rest[j];
-            j += 1;
-            if o.item == *item {
-                same = Some(j - 1);
-                break;
-            }
-            if !dirty.contains(&o.item.vip) {
-                tracking = false;
-            } else if let Outcome::Placed(l) = &o.outcome {
-                diff.apply(l, -1);
-            }
-        }
-        let Some(at) = same else {
-            tracking = false;
-            run.decide_next(item, previous, &mut work.evaluated);
-            continue;
+    let mut old = old.into_iter().peekable();
+    let mut new = new.into_iter().peekable();
+    loop {
+        let take_old = match (old.peek(), new.peek()) {
+            (None, None) => break,
+            (Some(o), Some((k, _))) => o.key <= *k,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
         };
-        let o = &mut old_rest[at];
+        if !take_old {
+            let (k, item) = new.next().expect("peeked");
+            let o = &run
+                .decide_next(&item, previous, &mut work.evaluated)
+                .outcome;
+            diff.apply(ctx, o, 1);
+            d.apply_outcome(ctx, o, 1);
+            moves.entry(item.ep).or_default().1 = switch_of(ctx, o);
+            keys.push(k);
+            continue;
+        }
+        let mut e = old.next().expect("peeked");
+        let item = e.step.item.clone();
+        if dirty.contains(&item.vip) {
+            // Its old load leaves; its new items (if any) are decided above.
+            diff.apply(ctx, &e.step.outcome, -1);
+            d.apply_outcome(ctx, &e.step.outcome, -1);
+            moves.entry(item.ep).or_default().0 = switch_of(ctx, &e.step.outcome);
+            continue;
+        }
+        keys.push(e.key);
         let tip_of_moved = item.tip && moved.contains(&item.vip);
         if !(run.stopped || tip_of_moved) {
-            if let Some((mru, lb)) = confirm(ctx, &run, item, o, previous, &mut diff) {
-                // The old step is passed for good: its load moves over.
-                let Outcome::Placed(load) = std::mem::replace(&mut o.outcome, Outcome::Unplaced)
+            if let Some((mru, lru, lb)) = confirm(
+                ctx,
+                run,
+                &item,
+                &e.step.outcome,
+                e.step.floor,
+                previous,
+                &mut diff,
+            ) {
+                let Outcome::Placed(load) =
+                    std::mem::replace(&mut e.step.outcome, Outcome::Unplaced)
                 else {
                     unreachable!("confirm accepts placed steps only");
                 };
-                run.place(item, load, mru, lb);
+                run.place(&item, load, mru, lru, lb);
                 work.confirmed += 1;
                 continue;
             }
         }
-        let new = &run.decide_next(item, previous, &mut work.evaluated).outcome;
-        if *new != o.outcome {
-            if let Outcome::Placed(l) = &o.outcome {
-                diff.apply(l, -1);
-            }
-            if let Outcome::Placed(l) = new {
-                diff.apply(l, 1);
+        let new_o = &run
+            .decide_next(&item, previous, &mut work.evaluated)
+            .outcome;
+        if *new_o != e.step.outcome {
+            diff.apply(ctx, &e.step.outcome, -1);
+            diff.apply(ctx, new_o, 1);
+            d.apply_outcome(ctx, &e.step.outcome, -1);
+            d.apply_outcome(ctx, new_o, 1);
+            let (was, now) = (switch_of(ctx, &e.step.outcome), switch_of(ctx, new_o));
+            if was != now {
+                *moves.entry(item.ep).or_default() = (was, now);
             }
             if !item.tip {
                 moved.insert(item.vip);
             }
         }
     }
-    run.steps
+    keys.into_iter()
+        .zip(std::mem::take(&mut run.steps))
+        .map(|(key, step)| Entry { key, step })
+        .collect()
 }
 
-/// The MRU and the new floor if the full decision provably keeps the
+/// The (MRU, LRU) and the new floor if the full decision provably keeps the
 /// endpoint where the old run put it, with the old step's load (module doc).
 fn confirm(
     ctx: &Ctx,
     run: &Run,
     item: &Item,
-    old: &Step,
+    old: &Outcome,
+    floor: f64,
     previous: &BTreeMap<Endpoint, Sym>,
     diff: &mut LoadDiff,
-) -> Option<(f64, f64)> {
-    let Outcome::Placed(load) = &old.outcome else {
+) -> Option<(f64, f64, f64)> {
+    let Outcome::Placed(load) = old else {
         return None;
     };
     if previous.get(&item.ep) != Some(&ctx.switches[load.switch]) {
         return None;
     }
-    let mru = run.mru_of(load)?;
-    let lb = run.state.max_util.max(old.floor - diff.dec(ctx) - SLACK);
-    (mru <= 1.0 && mru - lb <= ctx.model.params.delta + EPS).then_some((mru, lb))
+    let (mru, lru) = run.mru_of(load)?;
+    let lb = run.state.max_util.max(floor - diff.dec(ctx) - SLACK);
+    (mru <= 1.0 && mru - lb <= ctx.model.params.delta + EPS).then_some((mru, lru, lb))
 }
