@@ -42,10 +42,12 @@ pub struct IntentArgs {
     /// From-scratch re-evaluations with one change applied (0 to skip).
     pub scratch_samples: usize,
     pub workers: usize,
+    /// The kinds of change to measure (`--kinds`; default all six).
+    pub kinds: Vec<&'static str>,
 }
 
 /// The six kinds of change, in report order.
-const KINDS: [&str; 6] = [
+pub const KINDS: [&str; 6] = [
     "add_vm",
     "remove_dip",
     "add_acl",
@@ -53,6 +55,25 @@ const KINDS: [&str; 6] = [
     "add_vip",
     "fail_dip",
 ];
+
+/// `--kinds a,b`: a comma-separated subset of [`KINDS`] (e.g. `add_vip`
+/// alone, to profile one kind at L).
+pub fn parse_kinds(list: &str) -> Result<Vec<&'static str>, String> {
+    list.split(',')
+        .map(|k| {
+            KINDS
+                .iter()
+                .copied()
+                .find(|x| *x == k.trim())
+                .ok_or_else(|| {
+                    format!(
+                        "--kinds: unknown kind `{k}`, expected some of {}",
+                        KINDS.join(",")
+                    )
+                })
+        })
+        .collect()
+}
 
 /// One change: untimed setup, the timed transaction, untimed undo.
 struct Step {
@@ -138,7 +159,7 @@ pub fn run(a: &IntentArgs) -> Result<Json, String> {
     let mut kinds = serde_json::Map::new();
     let mut scratch_steps: Vec<(String, Step)> = Vec::new();
     let t_changes = Instant::now();
-    for kind in KINDS {
+    for kind in a.kinds.iter().copied() {
         let steps = make_steps(kind, &engine, &rels, a.changes);
         if steps.is_empty() {
             kinds.insert(kind.into(), json!({"skipped": "no facts of this kind"}));

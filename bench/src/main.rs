@@ -34,7 +34,7 @@ const USAGE: &str = "usage:
   netc-bench gen reach --nodes N --edges M --sources S [--seed X] --out DIR
   netc-bench gen join5 --facts F [--seed X] --out DIR
   netc-bench run --program P.dl --facts DIR [--changes N] [--workers W] [--dump FILE]
-  netc-bench intent --intent FILE [--changes N] [--scratch-samples K] [--workers W]";
+  netc-bench intent --intent FILE [--changes N] [--scratch-samples K] [--workers W] [--kinds add_vip,...]";
 
 /// `--key value` pairs after the positional arguments.
 struct Flags(Vec<(String, String)>);
@@ -139,6 +139,10 @@ fn intent_run(args: &[String]) -> Result<(), String> {
         changes: f.num("changes", Some(500))? as usize,
         scratch_samples: f.num("scratch-samples", Some(2))? as usize,
         workers: f.num("workers", Some(1))? as usize,
+        kinds: match f.get("kinds") {
+            Some(k) => intent::parse_kinds(k)?,
+            None => intent::KINDS.to_vec(),
+        },
     };
     let result = intent::run(&a)?;
     println!("{result}");
