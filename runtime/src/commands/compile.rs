@@ -48,9 +48,8 @@ pub fn run(args: CompileArgs) -> Outcome {
     let mut render_error = None;
     stages.set("rendering and writing the device artifacts");
     let result = intent::write_atomically(args.out, |dir| {
-        relations = intent::write_relations(&plan, &engine, dir)?;
-        match intent::write_artifacts(&plan, &engine, dir) {
-            Ok(n) => artifacts = n,
+        match intent::write_outputs(&plan, &engine, dir) {
+            Ok((r, a)) => (relations, artifacts) = (r, a),
             Err(intent::ArtifactError::Io(e)) => return Err(e),
             Err(intent::ArtifactError::Render(e)) => {
                 render_error = Some(e);

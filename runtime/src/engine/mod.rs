@@ -452,9 +452,17 @@ impl Engine {
     /// Current contents of a relation, sorted in `Value`'s order (empty for
     /// an unknown id).
     pub fn contents(&self, rel: RelId) -> Vec<Row> {
-        let mut rows: Vec<Row> = self.set(rel).map(RowSet::rows).unwrap_or_default();
-        sort_rows(&mut rows);
-        rows
+        self.view().contents(rel)
+    }
+
+    /// A read-only view of every relation's current contents that several
+    /// threads may read at once (the engine itself is not `Sync`).
+    pub fn view(&self) -> View<'_> {
+        View {
+            derived: &self.derived,
+            base: &self.base,
+            contents: &self.contents,
+        }
     }
 
     /// Number of rows of a relation (0 for an unknown id).
@@ -526,6 +534,28 @@ impl Engine {
 impl Drop for Engine {
     fn drop(&mut self) {
         self.workers.shutdown();
+    }
+}
+
+/// See [`Engine::view`].
+#[derive(Clone, Copy)]
+pub struct View<'a> {
+    derived: &'a [bool],
+    base: &'a [RowSet],
+    contents: &'a [RowSet],
+}
+
+impl View<'_> {
+    /// As [`Engine::contents`].
+    pub fn contents(&self, rel: RelId) -> Vec<Row> {
+        let set = match self.derived.get(rel) {
+            Some(true) => self.contents.get(rel),
+            Some(false) => self.base.get(rel),
+            None => None,
+        };
+        let mut rows: Vec<Row> = set.map(RowSet::rows).unwrap_or_default();
+        sort_rows(&mut rows);
+        rows
     }
 }
 

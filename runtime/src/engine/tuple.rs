@@ -382,48 +382,49 @@ impl<'de> Deserialize<'de> for Tuple {
 
 pub use netc_compiler::fxhash::{FxHashMap, FxHashSet, FxHasher};
 
-/// A value with symbols resolved to their text, ordered exactly like
-/// [`Value`]'s semantic `Ord` (variant order, then meaning).
-#[derive(PartialEq, Eq, PartialOrd, Ord)]
-enum SortKey {
-    Number(i64),
-    Unsigned(u64),
-    Float(F64),
-    Symbol(Arc<str>),
-    Ipv4(u32),
-    Ipv6(u128),
-    Prefix4(u32, u8),
-    Prefix6(u128, u8),
-    Mac(u64),
+/// Sorts items by a row in `Value`'s semantic order (symbols by text).
+/// Each distinct symbol's text is read once and ranked; rows then compare
+/// symbols by rank (an integer), so a sort neither locks the interner nor
+/// compares text per comparison. Stable, like `sort_by`.
+pub fn sort_by_row<X>(items: &mut [X], row: impl Fn(&X) -> &[Value]) {
+    let mut syms: Vec<u32> = items
+        .iter()
+        .flat_map(|x| row(x).iter())
+        .filter_map(|v| match v {
+            Value::Symbol(s) => Some(s.0),
+            _ => None,
+        })
+        .collect();
+    if syms.is_empty() {
+        items.sort_by(|a, b| row(a).cmp(row(b)));
+        return;
+    }
+    syms.sort_unstable();
+    syms.dedup();
+    let mut by_text: Vec<(Arc<str>, u32)> = syms.iter().map(|&id| (Sym(id).as_str(), id)).collect();
+    by_text.sort_unstable();
+    // Indexed by symbol id: ids are dense (the interner numbers them from 0).
+    let mut rank = vec![0u32; syms.last().map_or(0, |&m| m as usize + 1)];
+    for (r, (_, id)) in by_text.iter().enumerate() {
+        rank[*id as usize] = r as u32;
+    }
+    drop(by_text);
+    items.sort_by(|a, b| cmp_ranked(row(a), row(b), &rank));
 }
 
-impl SortKey {
-    fn of(v: &Value) -> SortKey {
-        match *v {
-            Value::Number(n) => SortKey::Number(n),
-            Value::Unsigned(n) => SortKey::Unsigned(n),
-            Value::Float(f) => SortKey::Float(f),
-            Value::Symbol(s) => SortKey::Symbol(s.as_str()),
-            Value::Ipv4(a) => SortKey::Ipv4(a),
-            Value::Ipv6(a) => SortKey::Ipv6(a),
-            Value::Prefix4(a, l) => SortKey::Prefix4(a, l),
-            Value::Prefix6(a, l) => SortKey::Prefix6(a, l),
-            Value::Mac(m) => SortKey::Mac(m),
+/// `Value`'s order on rows, symbols compared by their `rank` (which orders
+/// them as their text does).
+fn cmp_ranked(a: &[Value], b: &[Value], rank: &[u32]) -> Ordering {
+    for (x, y) in a.iter().zip(b) {
+        let o = match (x, y) {
+            (Value::Symbol(s), Value::Symbol(t)) => rank[s.0 as usize].cmp(&rank[t.0 as usize]),
+            _ => x.cmp(y),
+        };
+        if o != Ordering::Equal {
+            return o;
         }
     }
-}
-
-/// Sorts items by a row in `Value`'s semantic order (symbols by text),
-/// resolving each symbol once rather than once per comparison.
-pub fn sort_by_row<X>(items: &mut [X], row: impl Fn(&X) -> &[Value]) {
-    let has_symbols = items
-        .iter()
-        .any(|x| row(x).iter().any(|v| matches!(v, Value::Symbol(_))));
-    if has_symbols {
-        items.sort_by_cached_key(|x| row(x).iter().map(SortKey::of).collect::<Vec<_>>());
-    } else {
-        items.sort_by(|a, b| row(a).cmp(row(b)));
-    }
+    a.len().cmp(&b.len())
 }
 
 /// Sorts rows in `Value`'s semantic order.
@@ -553,5 +554,30 @@ mod tests {
                 vec![Value::sym("zz-sort")]
             ]
         );
+    }
+
+    fn value() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        prop_oneof![
+            (-3i64..3).prop_map(Value::Number),
+            (0u32..4).prop_map(Value::Ipv4),
+            // Interned in an order unrelated to their text.
+            "[a-c]{0,3}".prop_map(|t| Value::sym(&format!("{}-sortprop", t))),
+            "[a-c]{0,2}".prop_map(|t| Value::sym(&t)),
+        ]
+    }
+
+    proptest::proptest! {
+        /// Ranking symbols once sorts exactly as `Value`'s own order does
+        /// (which compares symbol text on every comparison).
+        #[test]
+        fn ranked_sort_is_value_order(
+            mut rows in proptest::collection::vec(proptest::collection::vec(value(), 0..4), 0..40)
+        ) {
+            let mut want = rows.clone();
+            want.sort();
+            sort_rows(&mut rows);
+            proptest::prop_assert_eq!(rows, want);
+        }
     }
 }

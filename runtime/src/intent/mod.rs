@@ -12,6 +12,9 @@
 //!    `OUT/relations/<relation>.csv` (tab-separated, sorted);
 //! 5. [`write_artifacts`]: the device targets (`netc_targets`) render each
 //!    device's rows into `OUT/ovs/`, `OUT/p4/`, `OUT/host/`.
+//!
+//! [`write_outputs`] (`netc compile`) does 4 and 5 at once, the dumps on a
+//! second thread.
 
 pub mod findings;
 pub mod rules;
@@ -19,6 +22,7 @@ pub mod rules;
 use crate::engine::{Engine, EngineError, Transaction};
 use crate::io::csv;
 use netc_compiler::plan::{Plan, RelId};
+use netc_compiler::value::Row;
 use netc_compiler::{compile_inputs, Compilation, SourceInput};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -98,13 +102,42 @@ pub fn located_outputs(plan: &Plan) -> Vec<RelId> {
         .collect()
 }
 
+/// Writes the relation dumps ([`write_relations`]) and the device
+/// artifacts ([`write_artifacts`]), the dumps on a second thread: `netc
+/// compile` calls it after releasing the dataflow, when the workers' cores
+/// are idle. Returns (relations, artifacts) written.
+pub fn write_outputs(
+    plan: &Plan,
+    engine: &Engine,
+    dir: &Path,
+) -> Result<(usize, usize), ArtifactError> {
+    let view = engine.view();
+    std::thread::scope(|s| {
+        let dumps = s.spawn(|| relations_into(plan, |r| view.contents(r), dir));
+        let artifacts = artifacts_into(plan, |r| view.contents(r), dir);
+        let relations = match dumps.join() {
+            Ok(written) => written?,
+            Err(panic) => std::panic::resume_unwind(panic),
+        };
+        Ok((relations, artifacts?))
+    })
+}
+
 /// Writes `dir/relations/<relation>.csv` for every located output relation.
 pub fn write_relations(plan: &Plan, engine: &Engine, dir: &Path) -> std::io::Result<usize> {
+    relations_into(plan, |r| engine.contents(r), dir)
+}
+
+fn relations_into(
+    plan: &Plan,
+    contents: impl Fn(RelId) -> Vec<Row>,
+    dir: &Path,
+) -> std::io::Result<usize> {
     let rel_dir = dir.join("relations");
     std::fs::create_dir_all(&rel_dir)?;
     let mut n = 0;
     for r in located_outputs(plan) {
-        let rows = engine.contents(r);
+        let rows = contents(r);
         std::fs::write(
             rel_dir.join(format!("{}.csv", plan.relations[r].name)),
             csv::render(&rows, "\t"),
@@ -119,6 +152,14 @@ pub fn write_relations(plan: &Plan, engine: &Engine, dir: &Path) -> std::io::Res
 /// holding only the rows it consumes, and each device's files written as
 /// soon as they are rendered: at 100k VMs the rows and the text are GBs.
 pub fn write_artifacts(plan: &Plan, engine: &Engine, dir: &Path) -> Result<usize, ArtifactError> {
+    artifacts_into(plan, |r| engine.contents(r), dir)
+}
+
+fn artifacts_into(
+    plan: &Plan,
+    contents: impl Fn(RelId) -> Vec<Row>,
+    dir: &Path,
+) -> Result<usize, ArtifactError> {
     let located = located_outputs(plan);
     let mut written = 0;
     for target in netc_targets::renderers() {
@@ -127,7 +168,7 @@ pub fn write_artifacts(plan: &Plan, engine: &Engine, dir: &Path) -> Result<usize
             .copied()
             .filter(|&r| target.consumes(&plan.relations[r].name))
             .collect();
-        let devices = netc_targets::group_by_device(plan, &consumed, |r| engine.contents(r));
+        let devices = netc_targets::group_by_device(plan, &consumed, &contents);
         for (device, rows) in &devices {
             for a in target.render(device, rows)? {
                 let path = dir.join(&a.path);
