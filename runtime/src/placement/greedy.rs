@@ -106,20 +106,20 @@ pub struct Step {
     pub lru: f64,
 }
 
-/// Resources of one run: switch tables and link capacities.
-pub struct Ctx<'a> {
-    pub model: &'a Model,
-    pub routes: &'a Routes,
-    /// Candidate switches in name order.
-    pub switches: Vec<Sym>,
+/// The fabric's resources as the greedy indexes them: candidate switches
+/// in name order, their table capacities, each link's capacity × headroom.
+/// Built once per fabric and parameters (a lookup per link by switch
+/// names is most of an update's cost at L otherwise: 8,000 links).
+#[derive(Clone, Debug, Default)]
+pub struct Resources {
+    switches: Vec<Sym>,
     index: BTreeMap<Sym, usize>,
-    pub(super) free: Vec<Tables>,
-    /// Per link (Routes index): capacity_mbps × headroom.
-    pub(super) cap: Vec<f64>,
+    free: Vec<Tables>,
+    cap: Vec<f64>,
 }
 
-impl<'a> Ctx<'a> {
-    pub fn new(model: &'a Model, routes: &'a Routes) -> Ctx<'a> {
+impl Resources {
+    pub fn new(model: &Model, routes: &Routes) -> Resources {
         let switches: Vec<Sym> = model.fabric.switches.keys().copied().collect();
         let index = switches.iter().copied().zip(0..).collect();
         let free = model.fabric.switches.values().copied().collect();
@@ -129,13 +129,38 @@ impl<'a> Ctx<'a> {
             .iter()
             .map(|l| model.fabric.links.get(l).copied().unwrap_or(0) as f64 * h)
             .collect();
-        Ctx {
-            model,
-            routes,
+        Resources {
             switches,
             index,
             free,
             cap,
+        }
+    }
+}
+
+/// Resources of one run: switch tables and link capacities.
+pub struct Ctx<'a> {
+    pub model: &'a Model,
+    pub routes: &'a Routes,
+    /// Candidate switches in name order.
+    pub switches: &'a [Sym],
+    index: &'a BTreeMap<Sym, usize>,
+    pub(super) free: &'a [Tables],
+    /// Per link (Routes index): capacity_mbps × headroom.
+    pub(super) cap: &'a [f64],
+}
+
+impl<'a> Ctx<'a> {
+    /// `res` must be [`Resources::new`] of this model's fabric and
+    /// parameters.
+    pub fn new(model: &'a Model, routes: &'a Routes, res: &'a Resources) -> Ctx<'a> {
+        Ctx {
+            model,
+            routes,
+            switches: &res.switches,
+            index: &res.index,
+            free: &res.free,
+            cap: &res.cap,
         }
     }
 }
@@ -336,12 +361,12 @@ fn add(state: &mut State, load: &Load) {
 
 fn scan_max(ctx: &Ctx, state: &State) -> f64 {
     let mut m: f64 = 0.0;
-    for (used, free) in state.used.iter().zip(&ctx.free) {
+    for (used, free) in state.used.iter().zip(ctx.free) {
         for (u, f) in used.iter().zip(free) {
             m = m.max(util(*u as f64, *f as f64));
         }
     }
-    for (x, cap) in state.link.iter().zip(&ctx.cap) {
+    for (x, cap) in state.link.iter().zip(ctx.cap) {
         m = m.max(util(*x, *cap));
     }
     m

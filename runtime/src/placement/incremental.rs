@@ -23,7 +23,7 @@
 //!   list; one that moves is one delete and one insert.
 
 use super::blocks::Blocks;
-use super::greedy::{self, Ctx, Item, Key, Outcome};
+use super::greedy::{self, Ctx, Item, Key, Outcome, Resources};
 use super::model::{Endpoint, Fabric, Inputs, Model, Params, VipSpec};
 use super::reuse;
 use super::routes::Routes;
@@ -90,6 +90,8 @@ pub struct UpdateStats {
 pub struct Placement {
     model: Model,
     routes: Routes,
+    /// [`Resources::new`] of `model`'s fabric and parameters.
+    resources: Resources,
     blocks: Blocks,
     assignment: BTreeMap<Endpoint, Sym>,
     stats: UpdateStats,
@@ -135,10 +137,13 @@ impl Placement {
         target: usize,
     ) -> Placement {
         let routes = Routes::new(&model.fabric);
-        let (blocks, assignment, stats) = Placement::run(&model, &routes, previous, target);
+        let resources = Resources::new(&model, &routes);
+        let (blocks, assignment, stats) =
+            Placement::run(&model, &routes, &resources, previous, target);
         Placement {
             model,
             routes,
+            resources,
             blocks,
             assignment,
             stats,
@@ -149,10 +154,11 @@ impl Placement {
     fn run(
         model: &Model,
         routes: &Routes,
+        resources: &Resources,
         previous: &BTreeMap<Endpoint, Sym>,
         target: usize,
     ) -> (Blocks, BTreeMap<Endpoint, Sym>, UpdateStats) {
-        let ctx = Ctx::new(model, routes);
+        let ctx = Ctx::new(model, routes, resources);
         let traffic: BTreeMap<Endpoint, i64> = model
             .vips
             .iter()
@@ -247,7 +253,7 @@ impl Placement {
             .flat_map(|v| keyed_items(&self.model, *v))
             .collect();
         new_items.sort_unstable_by_key(|(k, _)| *k);
-        let ctx = Ctx::new(&self.model, &self.routes);
+        let ctx = Ctx::new(&self.model, &self.routes, &self.resources);
         let mut work = reuse::Work::default();
         let (moves, visit) = self.blocks.update(
             &ctx,
@@ -287,6 +293,7 @@ impl Placement {
     pub fn set_fabric(&mut self, fabric: Fabric) -> Delta {
         self.model.fabric = fabric;
         self.routes = Routes::new(&self.model.fabric);
+        self.resources = Resources::new(&self.model, &self.routes);
         self.rerun_all()
     }
 
@@ -294,13 +301,19 @@ impl Placement {
     /// current placement.
     pub fn set_params(&mut self, params: Params) -> Delta {
         self.model.params = params;
+        self.resources = Resources::new(&self.model, &self.routes);
         self.rerun_all()
     }
 
     fn rerun_all(&mut self) -> Delta {
         let target = self.blocks.target();
-        let (blocks, assignment, stats) =
-            Placement::run(&self.model, &self.routes, &self.assignment, target);
+        let (blocks, assignment, stats) = Placement::run(
+            &self.model,
+            &self.routes,
+            &self.resources,
+            &self.assignment,
+            target,
+        );
         let delta = diff(&self.assignment, &assignment);
         self.blocks = blocks;
         self.assignment = assignment;
