@@ -188,6 +188,9 @@ pub struct OutcomeChecks {
     /// Per peer VM (index into `policy.vms`): the IPv4 packets delivered to
     /// its port and address with source and destination unrewritten.
     pub delivered: BTreeMap<usize, Bdd>,
+    /// The VM's own source addresses ([`legit`]), which the pair checks
+    /// read too: built once per check.
+    pub ok_src: Bdd,
 }
 
 /// Runs every path invariant.
@@ -302,6 +305,7 @@ pub fn conclude<'p>(
         violations,
         spoof,
         delivered,
+        ok_src,
     } = found;
     let mut res = VmChecked {
         outcome_violations: violations.len(),
@@ -325,7 +329,6 @@ pub fn conclude<'p>(
             to: None,
         });
     }
-    let ok_src = legit(space, a);
     let res = pairs(space, policy, shared, ai, &delivered, &ok_src, res);
     VmChecked {
         traced: outs,
@@ -444,6 +447,7 @@ pub fn check_outcomes<'p>(
         violations,
         spoof,
         delivered,
+        ok_src,
     }
 }
 

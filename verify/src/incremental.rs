@@ -967,6 +967,7 @@ fn kept_checks(
         violations,
         spoof: cut(&c.spoof).or(&fresh.spoof),
         delivered,
+        ok_src: fresh.ok_src,
     })
 }
 
