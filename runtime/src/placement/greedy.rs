@@ -15,7 +15,9 @@
 //!   has the lowest (MRU, LRU), ties by name; "lower" means lower by more
 //!   than [`EPS`]. Since MRU = max(global max, LRU), this orders candidates
 //!   by LRU; MRU decides the stop and the sticky rule. A candidate whose
-//!   tables alone already lose to the best is not evaluated (exact pruning);
+//!   tables alone already lose to the best is not evaluated, and one whose
+//!   links lose while its legs are being added is dropped there (exact
+//!   pruning: a link's load only grows as legs are added);
 //! - the lowest MRU above 1 (+[`EPS`]) ends the greedy: this endpoint is
 //!   [`Outcome::Stopped`] and every later one is [`Outcome::Unplaced`]
 //!   (thesis: "the algorithm terminates");
@@ -114,6 +116,8 @@ pub struct Step {
 pub struct Resources {
     switches: Vec<Sym>,
     index: BTreeMap<Sym, usize>,
+    /// Per switch: its node in [`Routes`].
+    node: Vec<Option<usize>>,
     free: Vec<Tables>,
     cap: Vec<f64>,
 }
@@ -122,6 +126,7 @@ impl Resources {
     pub fn new(model: &Model, routes: &Routes) -> Resources {
         let switches: Vec<Sym> = model.fabric.switches.keys().copied().collect();
         let index = switches.iter().copied().zip(0..).collect();
+        let node = switches.iter().map(|s| routes.node_of(*s)).collect();
         let free = model.fabric.switches.values().copied().collect();
         let h = model.params.link_headroom;
         let cap = routes
@@ -132,6 +137,7 @@ impl Resources {
         Resources {
             switches,
             index,
+            node,
             free,
             cap,
         }
@@ -145,6 +151,7 @@ pub struct Ctx<'a> {
     /// Candidate switches in name order.
     pub switches: &'a [Sym],
     index: &'a BTreeMap<Sym, usize>,
+    node: &'a [Option<usize>],
     pub(super) free: &'a [Tables],
     /// Per link (Routes index): capacity_mbps × headroom.
     pub(super) cap: &'a [f64],
@@ -159,6 +166,7 @@ impl<'a> Ctx<'a> {
             routes,
             switches: &res.switches,
             index: &res.index,
+            node: &res.node,
             free: &res.free,
             cap: &res.cap,
         }
@@ -395,6 +403,7 @@ fn decide(
         let src = vip.traffic.iter().map(|(s, m)| (*s, *m as f64)).collect();
         (&vip.endpoint, src)
     };
+    let ends = Ends::new(ctx, spec, &sources);
     *evaluated += 1;
     let mut best: Option<(usize, Score)> = None;
     for s in 0..ctx.switches.len() {
@@ -408,7 +417,14 @@ fn decide(
                 continue;
             }
         }
-        let Some(sc) = score(ctx, state, scratch, spec, &sources, s, tab) else {
+        // A candidate whose LRU reaches the best's − EPS is not better
+        // (neither its LRU nor its MRU = max(g, LRU) is lower), and a
+        // partial sum of its legs bounds its LRU from below.
+        let beaten_at = best
+            .as_ref()
+            .map(|(_, b)| b.lru - EPS)
+            .filter(|_| !exhaustive());
+        let Some(sc) = score(ctx, state, scratch, &ends, s, tab, beaten_at) else {
             continue;
         };
         let better = match &best {
@@ -429,7 +445,7 @@ fn decide(
     let floor = best.mru - EPS;
     if let Some(&p) = previous.get(&item.ep).and_then(|p| ctx.index.get(p)) {
         let prev = table_util(ctx, state, spec, p)
-            .and_then(|tab| score(ctx, state, scratch, spec, &sources, p, tab));
+            .and_then(|tab| score(ctx, state, scratch, &ends, p, tab, None));
         if let Some(pe) = prev {
             if p != chosen
                 && pe.mru <= 1.0 + EPS
@@ -441,13 +457,30 @@ fn decide(
             }
         }
     }
-    let load = load_at(ctx, scratch, spec, &sources, chosen)?;
+    let load = load_at(ctx, scratch, &ends, chosen)?;
     Some(Some(Decision {
         load,
         mru,
         lru,
         floor,
     }))
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Tests: evaluate every candidate's legs in full, to show that
+    /// dropping a beaten candidate early never changes a decision.
+    pub(super) static EXHAUSTIVE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+#[cfg(test)]
+fn exhaustive() -> bool {
+    EXHAUSTIVE.with(|e| e.get())
+}
+
+#[cfg(not(test))]
+fn exhaustive() -> bool {
+    false
 }
 
 /// A candidate's (MRU, LRU).
@@ -477,44 +510,108 @@ impl Scratch {
         self.touched.clear();
     }
 
-    /// Adds `spec`'s legs at switch `s` (source -> s, s -> member ToRs);
-    /// false if a leg with traffic cannot reach its end.
+    /// Adds the legs of `ends` at switch `s` (source -> s, s -> member
+    /// ToRs). With `beaten` = (state, u): stops at the first link whose
+    /// utilisation with the load so far is ≥ u.
     fn add_legs(
         &mut self,
         ctx: &Ctx,
-        spec: &EndpointSpec,
-        sources: &[(Sym, f64)],
+        ends: &Ends,
         s: usize,
-    ) -> bool {
-        let sw = ctx.switches[s];
-        let slots: i64 = spec.members.values().sum();
-        for &(src, mbps) in sources {
-            if !self.leg(ctx, src, sw, mbps) {
-                return false;
+        beaten: Option<(&State, f64)>,
+    ) -> Legs {
+        let sw = (ctx.switches[s], ctx.node[s]);
+        for &(src, src_node, mbps) in &ends.sources {
+            let r = self.leg(ctx, (src, src_node), sw, mbps, beaten);
+            if r != Legs::Added {
+                return r;
             }
-            for (tor, n) in &spec.members {
-                if !self.leg(ctx, sw, *tor, mbps * *n as f64 / slots as f64) {
-                    return false;
+            for &(tor, tor_node, n) in &ends.members {
+                let amount = mbps * n as f64 / ends.slots as f64;
+                let r = self.leg(ctx, sw, (tor, tor_node), amount, beaten);
+                if r != Legs::Added {
+                    return r;
                 }
             }
         }
-        true
+        Legs::Added
     }
 
-    fn leg(&mut self, ctx: &Ctx, from: Sym, to: Sym, amount: f64) -> bool {
-        if from == to || amount == 0.0 {
-            return true;
+    fn leg(
+        &mut self,
+        ctx: &Ctx,
+        from: (Sym, Option<usize>),
+        to: (Sym, Option<usize>),
+        amount: f64,
+        beaten: Option<(&State, f64)>,
+    ) -> Legs {
+        if from.0 == to.0 || amount == 0.0 {
+            return Legs::Added;
         }
-        let Some(leg) = ctx.routes.leg(from, to) else {
-            return false;
+        let (Some(a), Some(b)) = (from.1, to.1) else {
+            return Legs::Unreachable;
+        };
+        let Some(leg) = ctx.routes.leg_between(a, b) else {
+            return Legs::Unreachable;
         };
         for &(l, f) in leg.iter() {
             if self.load[l] == 0.0 {
                 self.touched.push(l);
             }
             self.load[l] += amount * f;
+            if let Some((state, u)) = beaten {
+                // The link's final load is at least this sum (every amount
+                // is ≥ 0), and `quantise` and `util` are monotone. The
+                // first test is a cheap filter (a skipped test only costs
+                // time); the second decides.
+                let (now, cap) = (state.link[l] + self.load[l], ctx.cap[l]);
+                if now + 1.0 >= u * cap {
+                    let x = quantise(self.load[l]);
+                    if x > 0.0 && util(state.link[l] + x, cap) >= u {
+                        return Legs::Beaten;
+                    }
+                }
+            }
         }
-        true
+        Legs::Added
+    }
+}
+
+/// How adding an endpoint's legs at a candidate ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Legs {
+    Added,
+    /// A leg with traffic cannot reach its end.
+    Unreachable,
+    /// A link reached the utilisation asked for (the rest not added).
+    Beaten,
+}
+
+/// The ends of an endpoint's legs with their route nodes, looked up once
+/// per decision rather than once per candidate switch.
+struct Ends {
+    /// (source switch, its node, Mbps).
+    sources: Vec<(Sym, Option<usize>, f64)>,
+    /// (member ToR, its node, slots).
+    members: Vec<(Sym, Option<usize>, i64)>,
+    /// Σ slots.
+    slots: i64,
+    need: Tables,
+}
+
+impl Ends {
+    fn new(ctx: &Ctx, spec: &EndpointSpec, sources: &[(Sym, f64)]) -> Ends {
+        let node = |s: Sym| ctx.routes.node_of(s);
+        Ends {
+            sources: sources.iter().map(|&(s, m)| (s, node(s), m)).collect(),
+            members: spec
+                .members
+                .iter()
+                .map(|(t, n)| (*t, node(*t), *n))
+                .collect(),
+            slots: spec.members.values().sum(),
+            need: spec.need,
+        }
     }
 }
 
@@ -535,19 +632,19 @@ fn need_util(ctx: &Ctx, state: &State, need: &Tables, s: usize) -> Option<f64> {
     t.is_finite().then_some(t)
 }
 
-/// MRU and LRU of placing `spec` with traffic `sources` on switch `s`
-/// (`tab` = [`table_util`]); `None` if a leg cannot reach its end or a link
-/// has no capacity.
+/// MRU and LRU of placing the endpoint with legs `ends` on switch `s`
+/// (`tab` = [`table_util`]); `None` if a leg cannot reach its end, a link
+/// has no capacity, or (with `beaten_at`) its LRU is ≥ `beaten_at`.
 fn score(
     ctx: &Ctx,
     state: &State,
     scratch: &mut Scratch,
-    spec: &EndpointSpec,
-    sources: &[(Sym, f64)],
+    ends: &Ends,
     s: usize,
     tab: f64,
+    beaten_at: Option<f64>,
 ) -> Option<Score> {
-    let ok = scratch.add_legs(ctx, spec, sources, s);
+    let ok = scratch.add_legs(ctx, ends, s, beaten_at.map(|u| (state, u))) == Legs::Added;
     let mut lru = tab;
     for &l in &scratch.touched {
         let x = quantise(scratch.load[l]);
@@ -562,15 +659,10 @@ fn score(
     })
 }
 
-/// The load of `spec` on switch `s` (its links sorted by index).
-fn load_at(
-    ctx: &Ctx,
-    scratch: &mut Scratch,
-    spec: &EndpointSpec,
-    sources: &[(Sym, f64)],
-    s: usize,
-) -> Option<Load> {
-    let ok = scratch.add_legs(ctx, spec, sources, s);
+/// The load of the endpoint with legs `ends` on switch `s` (its links
+/// sorted by index).
+fn load_at(ctx: &Ctx, scratch: &mut Scratch, ends: &Ends, s: usize) -> Option<Load> {
+    let ok = scratch.add_legs(ctx, ends, s, None) == Legs::Added;
     let mut links: Vec<(usize, f64)> = scratch
         .touched
         .iter()
@@ -581,7 +673,7 @@ fn load_at(
     scratch.clear();
     ok.then_some(Load {
         switch: s,
-        need: spec.need,
+        need: ends.need,
         links,
     })
 }

@@ -6,12 +6,15 @@
 //! its next hops on shortest (hop-count) paths to `dst` — the ECMP routing
 //! Duet's t_{i,s,v} assumes (thesis §2.3.1). `None` when `dst` cannot be
 //! reached; an empty leg when `src == dst`. Legs are computed once per
-//! (src, dst) and cached (the thesis: "all L_{i,s,v} can be pre-computed").
+//! (src, dst) and cached (the thesis: "all L_{i,s,v} can be pre-computed"),
+//! in a table by node number ([`Routes::leg_between`]): the greedy asks for
+//! a leg per candidate switch per endpoint (~10^8 times at L), so a lookup
+//! must be two array indexings, not a hash of the names.
 //! Nodes are numbered in name order, so every iteration is deterministic.
 
 use super::model::Fabric;
 use netc_compiler::value::Sym;
-use std::cell::RefCell;
+use std::cell::{OnceCell, RefCell};
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::rc::Rc;
 
@@ -31,8 +34,14 @@ pub struct Routes {
     link_id: HashMap<(usize, usize), usize>,
     /// Hops to a destination, per destination node.
     dist: RefCell<HashMap<usize, Rc<Vec<Option<u32>>>>>,
-    legs: RefCell<HashMap<(Sym, Sym), Option<Leg>>>,
+    /// Legs by source node, then destination node; a source's row is
+    /// allocated when it is first asked for.
+    legs: Vec<OnceCell<LegRow>>,
 }
+
+/// The legs from one source node, by destination node; each computed when
+/// first asked for (`None` inside: unreachable).
+type LegRow = Box<[OnceCell<Option<Leg>>]>;
 
 impl Routes {
     pub fn new(fabric: &Fabric) -> Routes {
@@ -66,7 +75,7 @@ impl Routes {
             links,
             link_id,
             dist: RefCell::default(),
-            legs: RefCell::default(),
+            legs: (0..n).map(|_| OnceCell::new()).collect(),
         }
     }
 
@@ -78,19 +87,30 @@ impl Routes {
 
     /// Unit load of traffic from `src` to `dst`; `None` if unreachable.
     pub fn leg(&self, src: Sym, dst: Sym) -> Option<Leg> {
-        if let Some(l) = self.legs.borrow().get(&(src, dst)) {
-            return l.clone();
-        }
-        let l = self.compute_leg(src, dst);
-        self.legs.borrow_mut().insert((src, dst), l.clone());
-        l
-    }
-
-    fn compute_leg(&self, src: Sym, dst: Sym) -> Option<Leg> {
         if src == dst {
             return Some(Rc::new(Vec::new()));
         }
-        let (&s, &d) = (self.node.get(&src)?, self.node.get(&dst)?);
+        let (s, d) = (self.node_of(src)?, self.node_of(dst)?);
+        self.leg_between(s, d).cloned()
+    }
+
+    /// The node number of a switch; `None` if it is in no link and not a
+    /// switch of the fabric.
+    pub fn node_of(&self, name: Sym) -> Option<usize> {
+        self.node.get(&name).copied()
+    }
+
+    /// [`Routes::leg`] by node numbers ([`Routes::node_of`]).
+    pub fn leg_between(&self, s: usize, d: usize) -> Option<&Leg> {
+        let row =
+            self.legs[s].get_or_init(|| (0..self.out.len()).map(|_| OnceCell::new()).collect());
+        row[d].get_or_init(|| self.compute_leg(s, d)).as_ref()
+    }
+
+    fn compute_leg(&self, s: usize, d: usize) -> Option<Leg> {
+        if s == d {
+            return Some(Rc::new(Vec::new()));
+        }
         let dist = self.dist_to(d);
         let top = dist[s]?;
         // Shares flow down the layers of equal distance to dst, each node
