@@ -1264,15 +1264,7 @@ mod tests {
             old in proptest::collection::vec(0u8..4, 0..12),
             edits in proptest::collection::vec((0usize..14, proptest::option::of(0u8..4)), 0..4),
         ) {
-            let mut new = old.clone();
-            for (at, item) in edits {
-                let at = at.min(new.len());
-                match item {
-                    Some(x) => new.insert(at, x),
-                    None if at < new.len() => { new.remove(at); }
-                    None => {}
-                }
-            }
+            let new = crate::edited(&old, edits);
             let expect = (old != new).then(|| reference_pairing(&old, &new));
             prop_assert_eq!(paired(&old, &new), reference_pairing(&old, &new));
             prop_assert_eq!(positions(&old, &new), expect);

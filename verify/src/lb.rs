@@ -748,15 +748,7 @@ mod tests {
             edits in proptest::collection::vec(
                 (0usize..60, proptest::option::of((0usize..8, any::<[u8; 4]>()))), 1..6),
         ) {
-            let mut next = rows.clone();
-            for (at, item) in edits {
-                let at = at.min(next.len());
-                match item {
-                    Some(r) => next.insert(at, r),
-                    None if at < next.len() => { next.remove(at); }
-                    None => {}
-                }
-            }
+            let next = crate::edited(&rows, edits);
             let (old, new) = (artifacts(&rows), artifacts(&next));
             let mut lb = Lb::build(&old).unwrap();
             let before = Lb::build(&old).unwrap();

@@ -32,6 +32,9 @@
 //! changed (`checks::check_vm` records each VM's footprint); its report
 //! equals a full verification's.
 //!
+//! [`lb`] is the load-balancer model a trace reads (Muxes, HMux tables,
+//! black holes), with row ids that survive an update.
+//!
 //! [`predict`] runs one concrete packet through the same model (`netc
 //! predict`), hop by hop; tests compare it with OVS's `ofproto/trace`.
 //!
@@ -56,6 +59,25 @@ pub mod report;
 pub mod space;
 pub mod table_recheck;
 pub mod tables;
+
+/// Test helper: `old` with each `(at, Some(x))` inserted at `at` and each
+/// `(at, None)` removing the item at `at` (positions past the end insert at
+/// the end or remove nothing), in order — the edits proptests apply to rows.
+#[cfg(test)]
+pub(crate) fn edited<T: Clone>(old: &[T], edits: Vec<(usize, Option<T>)>) -> Vec<T> {
+    let mut new = old.to_vec();
+    for (at, item) in edits {
+        let at = at.min(new.len());
+        match item {
+            Some(x) => new.insert(at, x),
+            None if at < new.len() => {
+                new.remove(at);
+            }
+            None => {}
+        }
+    }
+    new
+}
 
 use artifacts::{Artifacts, FlowText, Row};
 use bridge::{End, Hop, Outcome};
