@@ -56,18 +56,6 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::ops::Bound::{Excluded, Included, Unbounded};
 use std::time::{Duration, Instant};
 
-/// The load-balancer relations the network model reads.
-const LB_RELATIONS: [&str; 8] = [
-    "agent_mux_vip",
-    "agent_mux_member",
-    "agent_mux_tunnel",
-    "p4_vip",
-    "p4_ecmp_member",
-    "p4_tunnel",
-    "p4_announce",
-    "agent_mux_blackhole",
-];
-
 /// A verified generation, ready for the next one.
 pub struct Verifier {
     artifacts: Artifacts,
@@ -636,7 +624,11 @@ impl Verifier {
         // load balancers
         // (not compared again: a dirty relation whose rows are the same
         // reloads to the same model, and the positions to the identity)
-        let lb_changed = LB_RELATIONS.iter().any(|r| dirty.relation(r));
+        // the model reads the rows a path can name and the announcements
+        let lb_changed = crate::lb::ROW_RELATIONS
+            .iter()
+            .chain(&["p4_announce"])
+            .any(|r| dirty.relation(r));
         if lb_changed {
             // only the rows that differ are read (`lb.rs`)
             let lc = self
