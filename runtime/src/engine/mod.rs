@@ -442,11 +442,7 @@ impl Engine {
 
     /// The set holding a relation's current contents.
     fn set(&self, rel: RelId) -> Option<&RowSet> {
-        if *self.derived.get(rel)? {
-            self.contents.get(rel)
-        } else {
-            self.base.get(rel)
-        }
+        self.view().set(rel)
     }
 
     /// Current contents of a relation, sorted in `Value`'s order (empty for
@@ -545,15 +541,20 @@ pub struct View<'a> {
     contents: &'a [RowSet],
 }
 
-impl View<'_> {
+impl<'a> View<'a> {
+    /// The rows of a relation: its derived contents, or its base facts if
+    /// no rule derives it (`None` for an unknown id).
+    fn set(&self, rel: RelId) -> Option<&'a RowSet> {
+        if *self.derived.get(rel)? {
+            self.contents.get(rel)
+        } else {
+            self.base.get(rel)
+        }
+    }
+
     /// As [`Engine::contents`].
     pub fn contents(&self, rel: RelId) -> Vec<Row> {
-        let set = match self.derived.get(rel) {
-            Some(true) => self.contents.get(rel),
-            Some(false) => self.base.get(rel),
-            None => None,
-        };
-        let mut rows: Vec<Row> = set.map(RowSet::rows).unwrap_or_default();
+        let mut rows: Vec<Row> = self.set(rel).map(RowSet::rows).unwrap_or_default();
         sort_rows(&mut rows);
         rows
     }
