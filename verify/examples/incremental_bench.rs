@@ -33,6 +33,11 @@ struct Args {
     /// Find what changed by comparing the generations (`Verifier::update`)
     /// instead of being told by the edit (`Verifier::update_dirty`).
     compare: bool,
+    /// After every update, verify the same generation in full and fail
+    /// unless the reports agree (a test of update sequences: slots reused,
+    /// footprints that start or stop reading a part, renumberings logged
+    /// across updates).
+    check_each: bool,
     json: Option<PathBuf>,
 }
 
@@ -44,6 +49,7 @@ fn args() -> Result<Args, String> {
         changes: 200,
         acl: true,
         compare: false,
+        check_each: false,
         json: None,
     };
     let mut it = std::env::args().skip(1);
@@ -57,9 +63,10 @@ fn args() -> Result<Args, String> {
             "--json" => a.json = Some(v()?.into()),
             "--no-acl" => a.acl = false,
             "--compare" => a.compare = true,
+            "--check-each" => a.check_each = true,
             _ => {
                 return Err(format!(
-                "unknown argument `{k}` (--artifacts DIR --intent FILE [--changes N] [--compare] [--json OUT])"
+                "unknown argument `{k}` (--artifacts DIR --intent FILE [--changes N] [--compare] [--check-each] [--json OUT])"
             ))
             }
         }
@@ -181,6 +188,8 @@ struct Kind {
     ms: Vec<f64>,
     rechecked: Vec<f64>,
     retraced: Vec<f64>,
+    /// Per change: VMs whose results the update looked at.
+    visited: Vec<f64>,
     /// Per change: diff, path checks, table checks (ms).
     phases: Vec<[f64; 3]>,
     /// Summed over the changes: VMs re-traced that met each kind of change.
@@ -196,10 +205,11 @@ impl Kind {
             s.sort_by(f64::total_cmp);
             s
         };
-        let (ms, rc, rt) = (
+        let (ms, rc, rt, vi) = (
             sorted(&self.ms),
             sorted(&self.rechecked),
             sorted(&self.retraced),
+            sorted(&self.visited),
         );
         // a step a change did not take counts as 0 ms in that change
         let names: std::collections::BTreeSet<&str> =
@@ -225,6 +235,8 @@ impl Kind {
             "rechecked_vms_max": rc.last().copied().unwrap_or(0.0),
             "retraced_vms_p50": pct(&rt, 50.0),
             "retraced_vms_max": rt.last().copied().unwrap_or(0.0),
+            "visited_vms_p50": pct(&vi, 50.0),
+            "visited_vms_max": vi.last().copied().unwrap_or(0.0),
             "retraced_vms_met": self.met,
             "p50_phase_ms": {
                 "diff": pct(&sorted(&self.phases.iter().map(|p| p[0]).collect::<Vec<_>>()), 50.0),
@@ -233,6 +245,56 @@ impl Kind {
             },
         })
     }
+}
+
+/// Whether two reports say the same (every verdict, count and
+/// counterexample, the outcome and pair counts; times aside), and if not
+/// the first difference.
+fn same_reports(
+    inc: &netc_verify::report::Report,
+    full: &netc_verify::report::Report,
+) -> Result<(), String> {
+    let seen = |r: &netc_verify::report::Report| {
+        let mut verdicts = r.verdicts.clone();
+        for v in &mut verdicts {
+            v.detail = without_times(&v.detail);
+        }
+        serde_json::json!({
+            "verdicts": verdicts,
+            "outcomes": r.stats.outcomes,
+            "pairs": r.stats.pairs,
+            "vms": r.stats.vms,
+        })
+    };
+    let (a, b) = (seen(inc), seen(full));
+    if a == b {
+        return Ok(());
+    }
+    let (a, b): (Vec<char>, Vec<char>) = (
+        a.to_string().chars().collect(),
+        b.to_string().chars().collect(),
+    );
+    let at = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let near = |s: &[char]| {
+        s[at.saturating_sub(120)..(at + 200).min(s.len())]
+            .iter()
+            .collect::<String>()
+    };
+    Err(format!("incremental …{}… vs full …{}…", near(&a), near(&b)))
+}
+
+/// A verdict's detail with the times it names (`8 ms`) blanked: how long a
+/// check took is not what it found.
+fn without_times(detail: &str) -> String {
+    let words: Vec<&str> = detail.split(' ').collect();
+    let timed = |i: usize| {
+        words.get(i + 1).is_some_and(|w| w.starts_with("ms"))
+            && words[i].chars().all(|c| c.is_ascii_digit() || c == '.')
+    };
+    (0..words.len())
+        .map(|i| if timed(i) { "_" } else { words[i] })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn pct(sorted: &[f64], p: f64) -> f64 {
@@ -282,18 +344,35 @@ fn run() -> Result<(), String> {
     };
     let mut kinds: BTreeMap<&str, Kind> = BTreeMap::new();
     let mut fulls = 0usize;
-    let compare = a.compare;
+    let (compare, check_each) = (a.compare, a.check_each);
+    let mut checked_updates = 0usize;
     let mut step = |v: &mut Verifier, kind: &'static str, a: Artifacts, p: Policy, d: &Dirty| {
+        let full = check_each.then(|| (a.clone(), p.clone()));
         let up = if compare {
             v.update(a, p)
         } else {
             v.update_dirty(a, p, d)
         }
         .map_err(|e| e.to_string())?;
+        if let Some((a, p)) = full {
+            let fresh = Verifier::new(a, p, 3).map_err(|e| e.to_string())?;
+            same_reports(
+                &v.report(&netc_verify::NoProvenance, None),
+                &fresh.report(&netc_verify::NoProvenance, None),
+            )
+            .map_err(|e| {
+                format!(
+                    "update {} ({kind}): incremental != full: {e}",
+                    checked_updates + 1
+                )
+            })?;
+            checked_updates += 1;
+        }
         let k = kinds.entry(kind).or_default();
         k.ms.push(up.millis);
         k.rechecked.push(up.rechecked as f64);
         k.retraced.push(up.retraced as f64);
+        k.visited.push(up.visited as f64);
         k.phases
             .push([up.diff_millis, up.paths_millis, up.tables_millis]);
         for (w, n) in &up.met {
@@ -336,6 +415,7 @@ fn run() -> Result<(), String> {
         acc.ms.extend(&k.ms);
         acc.rechecked.extend(&k.rechecked);
         acc.retraced.extend(&k.retraced);
+        acc.visited.extend(&k.visited);
         acc.phases.extend(&k.phases);
         acc.steps.extend(k.steps.iter().cloned());
         for (w, n) in &k.met {
@@ -357,6 +437,7 @@ fn run() -> Result<(), String> {
         "dirty_from": if a.compare { "comparing the generations" } else { "the edit" },
         "speedup_p50": if p50 > 0.0 { full_s * 1e3 / p50 } else { 0.0 },
         "back_to_start_same_verdicts": violated(&last) == violated(&full_report),
+        "updates_checked_against_full": checked_updates,
         "peak_rss_mb": peak_rss_mb(),
     });
     let text = serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?;

@@ -137,6 +137,11 @@ impl<'p> Shared<'p> {
         }
     }
 
+    /// The indices of a tenant's VMs, in order.
+    pub fn tenant_vms(&self, tenant: &str) -> &[usize] {
+        self.by_tenant.get(tenant).map_or(&[], Vec::as_slice)
+    }
+
     fn acl(&self, space: &Space, policy: &'p Policy, tenant: &'p str) -> Bdd {
         self.acl
             .borrow_mut()

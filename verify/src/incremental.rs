@@ -47,6 +47,7 @@ use crate::dirty::{same, Dirty};
 use crate::network::{Footprint, Network};
 use crate::ofctl::Constraint;
 use crate::policy::{Policy, Vm};
+use crate::readers::Readers;
 use crate::report::Report;
 use crate::space::{Field, Space};
 use crate::table_recheck::{TableChecks, Touched};
@@ -61,14 +62,25 @@ pub struct Verifier {
     artifacts: Artifacts,
     policy: Policy,
     net: Network,
-    /// Per VM of `policy.vms`, in order.
-    checked: Vec<VmChecked>,
+    /// The VMs' results by slot. A VM keeps its slot while it exists, so
+    /// an update that adds or removes a VM moves no other result; the
+    /// VMs a result names (`delivered`'s peers, a violation's `from` and
+    /// `to`) are slots too, turned into policy indices by the report.
+    slots: Vec<Option<VmChecked>>,
+    /// Per VM of `policy.vms`, in order: its slot.
+    slot_of: Vec<usize>,
+    /// Per slot: its VM's index in `policy.vms` (`None`: a free slot).
+    vm_of: Vec<Option<usize>>,
+    free: Vec<usize>,
+    /// Which slots' footprints read each part of the network: an update
+    /// visits the VMs a change can affect, not every VM.
+    readers: Readers,
     /// The renumberings of the updates since the last catch-up, oldest
-    /// first, and per VM (parallel to `checked`) how many of them its
-    /// kept paths already follow. A path is renumbered only when the VM
-    /// is checked again (nothing else reads its flow and row indices), so
-    /// an update that moves flows or rows renumbers a few VMs, not every
-    /// VM that ran the bridge or reached a Mux.
+    /// first, and per slot how many of them its kept paths already
+    /// follow. A path is renumbered only when the VM is checked again
+    /// (nothing else reads its flow and row indices), so an update that
+    /// moves flows or rows renumbers a few VMs, not every VM that ran the
+    /// bridge or reached a Mux.
     renumbers: Vec<Renumber>,
     epochs: Vec<usize>,
     tables: TableChecks,
@@ -88,6 +100,10 @@ pub struct Update {
     /// changed) or on the packets a change touched.
     pub retraced: usize,
     pub vms: usize,
+    /// VMs whose result the update looked at (the readers of a changed
+    /// part, the changed tenants' VMs, changed and new VMs); every other
+    /// VM's result was not visited.
+    pub visited: usize,
     /// Bridges rebuilt from their new flows/groups.
     pub bridges_rebuilt: usize,
     /// Whether the load-balancer rows were re-read.
@@ -257,9 +273,7 @@ fn seen_through(space: &Space, key: &[(Field, Val)], m: &[Constraint]) -> Option
     let at = |c: &Constraint| key.iter().find(|(f, _)| *f == c.field).map(|(_, v)| *v);
     // a fixed value the flow cannot match rules it out before any BDD is
     // built (most changed flows, for most VMs' reads)
-    let cannot =
-        |c: &Constraint| matches!(at(c), Some(Val::Const(x)) if (x & c.mask) != (c.value & c.mask));
-    if m.iter().any(cannot) {
+    if !may_match(key, m) {
         return None;
     }
     let mut b = space.all();
@@ -269,6 +283,15 @@ fn seen_through(space: &Space, key: &[(Field, Val)], m: &[Constraint]) -> Option
         }
     }
     Some(b)
+}
+
+/// Whether a flow's match can match a table reached with these field
+/// values: no value the path fixed differs from what the flow matches.
+fn may_match(key: &[(Field, Val)], m: &[Constraint]) -> bool {
+    m.iter().all(|c| {
+        let at = key.iter().find(|(f, _)| *f == c.field).map(|(_, v)| *v);
+        !matches!(at, Some(Val::Const(x)) if (x & c.mask) != (c.value & c.mask))
+    })
 }
 
 /// New indices for the flows of rebuilt bridges and the load-balancer rows
@@ -316,15 +339,16 @@ const RENUMBER_LOG: usize = 64;
 
 impl Verifier {
     /// When the log is full: every kept path renumbered and the log
-    /// emptied; the VMs whose paths name something gone (to trace again).
+    /// emptied; the slots whose paths name something gone (to trace again).
     fn catch_up_if_long(&mut self) -> HashSet<usize> {
         let mut stale = HashSet::new();
         if self.renumbers.len() < RENUMBER_LOG {
             return stale;
         }
-        for (i, c) in self.checked.iter_mut().enumerate() {
-            if !renumber(&self.renumbers[self.epochs[i]..], c) {
-                stale.insert(i);
+        for (s, c) in self.slots.iter_mut().enumerate() {
+            let Some(c) = c else { continue };
+            if !renumber(&self.renumbers[self.epochs[s]..], c) {
+                stale.insert(s);
             }
         }
         self.renumbers.clear();
@@ -459,10 +483,6 @@ pub(crate) fn paired<K: Eq + std::hash::Hash>(old: &[K], new: &[K]) -> Vec<Optio
 /// tens of thousands per update; no adversary chooses them).
 type Quick = std::hash::BuildHasherDefault<netc_compiler::fxhash::FxHasher>;
 
-/// VM (tenant, name) → index in a policy's VMs (rebuilt per update that
-/// changes the VM list: tens of thousands of names hashed).
-type VmIndex<'a> = HashMap<(&'a str, &'a str), usize, Quick>;
-
 impl Verifier {
     /// Verifies `artifacts` in full against `policy`.
     pub fn new(
@@ -473,17 +493,28 @@ impl Verifier {
         let t0 = Instant::now();
         let net = Network::build(&artifacts, &policy)?;
         let shared = Shared::new(&net.space, &policy);
-        let checked = (0..policy.vms.len())
-            .map(|i| checks::check_vm(&net, &policy, &shared, i))
+        // slot i holds VM i: the results' VM indices are their slots
+        let mut readers = Readers::default();
+        let slots = (0..policy.vms.len())
+            .map(|i| {
+                let c = checks::check_vm(&net, &policy, &shared, i);
+                readers.add(i, &c.footprint);
+                Some(c)
+            })
             .collect();
         drop(shared);
         let tables = TableChecks::new(&net, &artifacts, &policy, limit);
+        let n = policy.vms.len();
         Ok(Verifier {
             artifacts,
-            epochs: vec![0; policy.vms.len()],
+            epochs: vec![0; n],
             policy,
             net,
-            checked,
+            slots,
+            slot_of: (0..n).collect(),
+            vm_of: (0..n).map(Some).collect(),
+            free: Vec::new(),
+            readers,
             renumbers: Vec::new(),
             tables,
             limit,
@@ -502,8 +533,29 @@ impl Verifier {
     /// The report of the current generation (`against`: also AFF-2).
     pub fn report(&self, provenance: &dyn Provenance, against: Option<&Artifacts>) -> Report {
         let mut res = PathResults::default();
-        for c in &self.checked {
-            res.merge(c.clone(), self.limit);
+        for (ni, &s) in self.slot_of.iter().enumerate() {
+            let Some(c) = &self.slots[s] else { continue };
+            // what `merge` reads, the VMs named by policy index
+            let violations = c
+                .violations
+                .iter()
+                .map(|v| checks::Violation {
+                    from: ni,
+                    to: v.to.and_then(|t| self.vm_of.get(t).copied().flatten()),
+                    ..v.clone()
+                })
+                .collect();
+            let named = VmChecked {
+                violations,
+                outcomes: c.outcomes,
+                pairs: c.pairs,
+                footprint: Footprint::default(),
+                traced: Vec::new(),
+                outcome_violations: c.outcome_violations,
+                spoof: self.net.space.none(),
+                delivered: BTreeMap::new(),
+            };
+            res.merge(named, self.limit);
         }
         let input = Input {
             artifacts: &self.artifacts,
@@ -560,8 +612,8 @@ impl Verifier {
             *self = Verifier::new(artifacts, policy, self.limit)?;
             return Ok(Update {
                 full: true,
-                rechecked: self.checked.len(),
-                vms: self.checked.len(),
+                rechecked: self.slot_of.len(),
+                vms: self.slot_of.len(),
                 millis: t0.elapsed().as_secs_f64() * 1e3,
                 ..Default::default()
             });
@@ -587,7 +639,7 @@ impl Verifier {
             let bc = if same_text {
                 BridgeChange::default()
             } else {
-                bridge_change(of, nf_, og, ng)
+                bridge_change(of, nf_, og, ng, moved.as_deref())
             };
             self.net.replace_bridge(
                 name,
@@ -662,40 +714,50 @@ impl Verifier {
             .iter()
             .filter_map(|(d, p)| Some((self.net.index_of(d)?, *p)))
             .collect();
-        // re-check: old VM index → new (`None`: the identity)
-        let old_of_new: Option<Vec<Option<usize>>> = (!same_vms).then(|| {
-            let old_index: VmIndex<'_> = self
-                .policy
-                .vms
-                .iter()
-                .enumerate()
-                .map(|(i, v)| ((v.tenant.as_str(), v.name.as_str()), i))
-                .collect();
-            policy
-                .vms
-                .iter()
-                .map(|v| {
-                    old_index
-                        .get(&(v.tenant.as_str(), v.name.as_str()))
-                        .copied()
-                })
-                .collect()
-        });
-        // old VM index → new, looked up once per VM (kept results name
-        // their peers by index: tens of thousands of lookups per update)
-        let new_index: Option<Vec<Option<usize>>> = (!same_vms).then(|| {
-            let by_name: VmIndex<'_> = policy
-                .vms
-                .iter()
-                .enumerate()
-                .map(|(i, v)| ((v.tenant.as_str(), v.name.as_str()), i))
-                .collect();
-            self.policy
-                .vms
-                .iter()
-                .map(|v| by_name.get(&(v.tenant.as_str(), v.name.as_str())).copied())
-                .collect()
-        });
+        // the VM list: old index → new (`None`: the identity); a VM keeps
+        // its slot, a new one takes a free slot, a removed one frees its
+        // own (after this update's are taken: a result naming it is
+        // re-checked by this update, as it reads the VM's port or tenant)
+        let new_of_old = match same_vms {
+            true => None,
+            false => positions(&names(&self.policy), &names(&policy)),
+        };
+        let mut fresh: Vec<usize> = Vec::new();
+        if let Some(m) = &new_of_old {
+            let mut slot_of = vec![usize::MAX; policy.vms.len()];
+            let mut freed = Vec::new();
+            for (oi, n) in m.iter().enumerate() {
+                match n {
+                    Some(ni) => slot_of[*ni as usize] = self.slot_of[oi],
+                    None => freed.push(self.slot_of[oi]),
+                }
+            }
+            for (ni, s) in slot_of.iter_mut().enumerate() {
+                if *s == usize::MAX {
+                    *s = match self.free.pop() {
+                        Some(s) => s,
+                        None => {
+                            self.slots.push(None);
+                            self.vm_of.push(None);
+                            self.epochs.push(0);
+                            self.slots.len() - 1
+                        }
+                    };
+                    fresh.push(ni);
+                }
+            }
+            for s in freed {
+                if let Some(c) = self.slots[s].take() {
+                    self.readers.remove(s, &c.footprint);
+                }
+                self.vm_of[s] = None;
+                self.free.push(s);
+            }
+            for (ni, &s) in slot_of.iter().enumerate() {
+                self.vm_of[s] = Some(ni);
+            }
+            self.slot_of = slot_of;
+        }
         laps.lap(&mut up, "vm index");
         let t1 = Instant::now();
         up.diff_millis = (t1 - t0).as_secs_f64() * 1e3;
@@ -705,42 +767,41 @@ impl Verifier {
             self.renumbers.push(renum);
         }
         let now = self.renumbers.len();
-        let old_epochs = std::mem::take(&mut self.epochs);
-        let mut old: Vec<Option<VmChecked>> = std::mem::take(&mut self.checked)
-            .into_iter()
-            .map(Some)
-            .collect();
-        let mut checked = Vec::with_capacity(policy.vms.len());
-        let mut epochs = Vec::with_capacity(policy.vms.len());
         // looked up by borrowed names (a key per VM cloned both names)
         let changed_vms: HashSet<(&str, &str)> = ch
             .vms
             .iter()
             .map(|(t, n)| (t.as_str(), n.as_str()))
             .collect();
-        for (ni, v) in policy.vms.iter().enumerate() {
+        // the VMs a change can affect: readers of a changed part, the
+        // changed tenants' VMs, changed and new VMs, stale paths; every
+        // other VM's result stays in its slot untouched
+        let cands = self.candidates(&ch, &shared, &policy, &fresh, &stale);
+        up.visited = cands.len();
+        laps.lap(&mut up, "VMs kept: readers");
+        for ni in cands {
+            let v = &policy.vms[ni];
+            let s = self.slot_of[ni];
             let changed = !changed_vms.is_empty()
                 && changed_vms.contains(&(v.tenant.as_str(), v.name.as_str()));
-            let oi = match &old_of_new {
-                None => Some(ni),
-                Some(m) => m[ni],
-            };
-            let kept = match changed {
+            let prev = self.slots[s].take();
+            if let Some(p) = &prev {
+                if changed || stale.contains(&s) {
+                    self.readers.remove(s, &p.footprint);
+                }
+            }
+            let kept = match changed || stale.contains(&s) {
                 true => None,
-                false => oi
-                    .filter(|oi| !stale.contains(oi))
-                    .and_then(|oi| old[oi].take()),
+                false => prev,
             };
             let Some(mut c) = kept else {
                 up.rechecked += 1;
                 up.retraced += 1;
-                checked.push(checks::check_vm(&self.net, &policy, &shared, ni));
-                epochs.push(now);
+                let c = checks::check_vm(&self.net, &policy, &shared, ni);
+                self.store(s, c, now);
                 laps.lap(&mut up, "VMs traced in full");
                 continue;
             };
-            let epoch = oi.map_or(now, |oi| old_epochs[oi]);
-            laps.lap(&mut up, "VMs kept");
             let mut why = BTreeSet::new();
             let h = ch.affected(&self.net.space, &c.footprint, &mut why);
             for w in why {
@@ -761,25 +822,12 @@ impl Verifier {
             laps.lap(&mut up, "VMs kept: rereads");
             if h.is_false() && !reread && !ch.tenants.contains(&v.tenant) {
                 // nothing its checks read changed: kept, paths not renumbered
-                let kept = match &new_index {
-                    None => Some(c),
-                    Some(m) => remap(c, ni, m),
-                };
-                match kept {
-                    Some(c) => {
-                        checked.push(c);
-                        epochs.push(epoch);
-                    }
-                    None => {
-                        up.rechecked += 1;
-                        up.retraced += 1;
-                        checked.push(checks::check_vm(&self.net, &policy, &shared, ni));
-                        epochs.push(now);
-                    }
-                }
+                self.slots[s] = Some(c);
                 laps.lap(&mut up, "VMs kept");
                 continue;
             }
+            self.readers.remove(s, &c.footprint);
+            let epoch = self.epochs[s];
             // a kept path that names a flow the new generation lacks would
             // mean the change reached it: trace such a VM again in full
             let renumbered = renumber(&self.renumbers[epoch..], &mut c);
@@ -787,15 +835,15 @@ impl Verifier {
             if !renumbered {
                 up.rechecked += 1;
                 up.retraced += 1;
-                checked.push(checks::check_vm(&self.net, &policy, &shared, ni));
-                epochs.push(now);
+                let c = checks::check_vm(&self.net, &policy, &shared, ni);
+                self.store(s, c, now);
                 laps.lap(&mut up, "VMs traced in full");
                 continue;
             }
-            epochs.push(now);
             up.rechecked += 1;
             up.retraced += usize::from(!h.is_false());
-            checked.push(self.recheck(&policy, &shared, ni, c, &h, reread, new_index.as_deref()));
+            let c = self.recheck(&policy, &shared, ni, c, &h, reread, &self.vm_of);
+            self.store(s, c, now);
             laps.lap(
                 &mut up,
                 match h.is_false() {
@@ -814,6 +862,7 @@ impl Verifier {
             old: &self.artifacts,
             vms: !same_vms,
             vm_addrs: (!emptied).then_some(&ch.vm_addrs),
+            vm_tenants: (!emptied).then_some(&ch.tenants),
             underlay,
             capacity: policy.capacity != self.policy.capacity,
         };
@@ -824,17 +873,14 @@ impl Verifier {
             up.steps.insert(check, *ms);
         }
         up.tables_millis = t2.elapsed().as_secs_f64() * 1e3;
-        self.checked = checked;
-        self.epochs = epochs;
         let old = (
             std::mem::replace(&mut self.artifacts, artifacts),
             std::mem::replace(&mut self.policy, policy),
-            old,
         );
         // freeing the last generation (every flow's text: a quarter of an
         // update at 1k VMs) is not part of verifying this one
         std::thread::spawn(move || drop(old));
-        up.vms = self.checked.len();
+        up.vms = self.slot_of.len();
         self.last = t0.elapsed();
         up.millis = self.last.as_secs_f64() * 1e3;
         Ok(up)
@@ -860,7 +906,7 @@ impl Verifier {
         c: VmChecked,
         h: &Bdd,
         reread: bool,
-        new_index: Option<&[Option<usize>]>,
+        new_index: &[Option<usize>],
     ) -> VmChecked {
         let (new_outs, new_fp) = match h.is_false() {
             true => (Vec::new(), Footprint::default()),
@@ -915,19 +961,17 @@ impl Verifier {
 }
 
 /// The outcome checks of VM `ni` on its kept outcomes (`c`'s, without the
-/// packets of `h`) combined with `fresh` (those of `h`'s new outcomes), at
-/// the new policy's VM indices; `None` if a peer it names is gone.
+/// packets of `h`, its VMs named by slot) combined with `fresh` (those of
+/// `h`'s new outcomes), at the new policy's VM indices (`new_index`: slot
+/// → index); `None` if a peer it names is gone.
 fn kept_checks(
     c: &VmChecked,
     ni: usize,
     h: &Bdd,
     fresh: checks::OutcomeChecks,
-    new_index: Option<&[Option<usize>]>,
+    new_index: &[Option<usize>],
 ) -> Option<checks::OutcomeChecks> {
-    let moved = |i: usize| match new_index {
-        None => Some(i),
-        Some(m) => moved_vm(i, m),
-    };
+    let moved = |i: usize| moved_vm(i, new_index);
     let cut = |b: &Bdd| {
         if h.is_false() {
             b.clone()
@@ -963,27 +1007,117 @@ fn kept_checks(
     })
 }
 
-/// VM `i` of the old policy at its index in the new one (`new_index`:
-/// old index → new).
+/// The VM in slot `i` at its index in the new policy (`new_index`: slot →
+/// index; `None`: the slot's VM is gone).
 fn moved_vm(i: usize, new_index: &[Option<usize>]) -> Option<usize> {
     new_index.get(i).copied().flatten()
 }
 
-/// A kept result, its VM indices moved to the new policy's; `None` if a
-/// VM it names is gone (then it reads a changed port: not kept).
-fn remap(mut c: VmChecked, ni: usize, new_index: &[Option<usize>]) -> Option<VmChecked> {
+/// A result whose VMs are named by policy index, named by slot
+/// (`slot_of`: index → slot), as the verifier keeps it.
+fn by_slot(mut c: VmChecked, slot: usize, slot_of: &[usize]) -> VmChecked {
     for v in &mut c.violations {
-        v.from = ni;
-        v.to = match v.to {
-            Some(t) => Some(moved_vm(t, new_index)?),
-            None => None,
-        };
+        v.from = slot;
+        v.to = v.to.map(|t| slot_of[t]);
     }
     c.delivered = std::mem::take(&mut c.delivered)
         .into_iter()
-        .map(|(i, b)| Some((moved_vm(i, new_index)?, b)))
-        .collect::<Option<_>>()?;
-    Some(c)
+        .map(|(i, b)| (slot_of[i], b))
+        .collect();
+    c
+}
+
+/// Each VM's (tenant, name), in order: what pairs the VMs of two
+/// generations.
+fn names(p: &Policy) -> Vec<(&str, &str)> {
+    p.vms
+        .iter()
+        .map(|v| (v.tenant.as_str(), v.name.as_str()))
+        .collect()
+}
+
+impl Verifier {
+    /// Stores VM `slot`'s new result (its VMs named by policy index) and
+    /// notes what its footprint reads.
+    fn store(&mut self, slot: usize, c: VmChecked, epoch: usize) {
+        let c = by_slot(c, slot, &self.slot_of);
+        self.readers.add(slot, &c.footprint);
+        self.slots[slot] = Some(c);
+        self.epochs[slot] = epoch;
+    }
+
+    /// The new policy's indices, ascending, of the VMs an update must look
+    /// at: the readers of each changed part (bridges, addresses,
+    /// load-balancer entries, fan-outs, ports whose owner changed, any
+    /// load-balancer hop when exposures changed), every VM of a changed
+    /// tenant, changed and `fresh` VMs, and `stale` slots. Any other VM's
+    /// `affected` set is empty, it rereads nothing and its tenant's pair
+    /// checks read nothing changed (what the update's loop would find).
+    fn candidates(
+        &self,
+        ch: &Changes,
+        shared: &Shared<'_>,
+        policy: &Policy,
+        fresh: &[usize],
+        stale: &HashSet<usize>,
+    ) -> Vec<usize> {
+        let r = &self.readers;
+        let mut slots: HashSet<usize, Quick> = HashSet::default();
+        for (name, bc) in &ch.bridges {
+            for t in &bc.tables {
+                for readers in r.table(name, *t).into_iter().flat_map(|k| k.values()) {
+                    slots.extend(readers);
+                }
+            }
+            for (t, ms) in &bc.flows {
+                // the values a changed flow can match (`seen_through`)
+                for (key, readers) in r.table(name, *t).into_iter().flatten() {
+                    if ms.iter().any(|m| may_match(key, m)) {
+                        slots.extend(readers);
+                    }
+                }
+            }
+            for g in &bc.groups {
+                slots.extend(r.group(name, *g));
+            }
+        }
+        for a in &ch.addresses {
+            slots.extend(r.address(*a));
+        }
+        for k in &ch.lb_keys {
+            slots.extend(r.instance(k));
+        }
+        for (lo, hi) in &ch.lb_ranges {
+            slots.extend(r.instances_between(lo, hi));
+        }
+        for t in &ch.fanout {
+            slots.extend(r.fanout(*t));
+        }
+        for p in &ch.ports {
+            slots.extend(r.port(p));
+        }
+        if ch.exposures {
+            slots.extend(r.lb_readers());
+        }
+        slots.extend(stale.iter().copied());
+        let mut out: BTreeSet<usize> = slots
+            .into_iter()
+            .filter_map(|s| self.vm_of.get(s).copied().flatten())
+            .collect();
+        for t in ch.tenants.iter().chain(&ch.mcast_tenants) {
+            out.extend(shared.tenant_vms(t));
+        }
+        for (t, n) in &ch.vms {
+            out.extend(
+                shared
+                    .tenant_vms(t)
+                    .iter()
+                    .filter(|&&i| policy.vms[i].name == *n),
+            );
+        }
+        out.extend(fresh);
+        out.into_iter().collect()
+    }
 }
 
 impl BridgeChange {
@@ -1037,12 +1171,59 @@ fn flow_key<'a>(f: &&'a FlowText) -> FlowKey<'a> {
     )
 }
 
+/// How a bridge changed. `moved` pairs its flows (old position → new, by
+/// [`positions`]; `None`: the same flows): when the kept flows keep their
+/// order, the flows added and removed are read off it (a few flows of
+/// tens of thousands at a Hoverboard, without sorting every flow);
+/// otherwise each table is compared as a set ([`bridge_change_by_sets`]).
 fn bridge_change(
     of: Option<&Vec<FlowText>>,
     nf: Option<&Vec<FlowText>>,
     og: Option<&Vec<GroupText>>,
     ng: Option<&Vec<GroupText>>,
+    moved: Option<&[Option<u32>]>,
 ) -> BridgeChange {
+    let (ofs, nfs) = (
+        of.map(Vec::as_slice).unwrap_or(&[]),
+        nf.map(Vec::as_slice).unwrap_or(&[]),
+    );
+    let in_order = moved.is_none_or(|m| {
+        m.iter()
+            .flatten()
+            .zip(m.iter().flatten().skip(1))
+            .all(|(a, b)| a < b)
+    });
+    let mut bc = match in_order {
+        false => bridge_change_by_sets(of, nf),
+        true => {
+            let mut bc = BridgeChange::default();
+            if let Some(m) = moved {
+                let mut hit = vec![false; nfs.len()];
+                for j in m.iter().flatten() {
+                    hit[*j as usize] = true;
+                }
+                let removed = ofs.iter().zip(m).filter(|(_, j)| j.is_none());
+                let added = nfs.iter().zip(&hit).filter(|(_, h)| !**h);
+                for (f, _) in removed.chain(added.map(|(f, _)| (f, &None))) {
+                    match crate::ofctl::parse_match(&f.matches) {
+                        Ok(m) => bc.flows.entry(f.table).or_default().push(m),
+                        Err(_) => {
+                            bc.tables.insert(f.table);
+                        }
+                    }
+                }
+            }
+            bc
+        }
+    };
+    bc.groups = changed_groups(og, ng);
+    bc
+}
+
+/// [`bridge_change`]'s flows by comparing each table's flows as sets: a
+/// table whose kept flows changed order, or with duplicates, changed as a
+/// whole.
+fn bridge_change_by_sets(of: Option<&Vec<FlowText>>, nf: Option<&Vec<FlowText>>) -> BridgeChange {
     let mut bc = BridgeChange::default();
     let (o, n) = (flows_by_table(of), flows_by_table(nf));
     let k = flow_key;
@@ -1073,19 +1254,23 @@ fn bridge_change(
             }
         }
     }
-    let groups = |gs: Option<&Vec<GroupText>>| -> BTreeMap<u32, (String, String)> {
+    bc
+}
+
+/// The ids of the groups that differ between two generations of a bridge.
+fn changed_groups(og: Option<&Vec<GroupText>>, ng: Option<&Vec<GroupText>>) -> BTreeSet<u32> {
+    fn groups(gs: Option<&Vec<GroupText>>) -> BTreeMap<u32, (&str, &str)> {
         gs.into_iter()
             .flatten()
-            .map(|g| (g.id, (g.kind.clone(), g.buckets.clone())))
+            .map(|g| (g.id, (g.kind.as_str(), g.buckets.as_str())))
             .collect()
-    };
-    let (og, ng) = (groups(og), groups(ng));
-    for id in og.keys().chain(ng.keys()) {
-        if og.get(id) != ng.get(id) {
-            bc.groups.insert(*id);
-        }
     }
-    bc
+    let (og, ng) = (groups(og), groups(ng));
+    og.keys()
+        .chain(ng.keys())
+        .filter(|id| og.get(id) != ng.get(id))
+        .copied()
+        .collect()
 }
 
 /// Equal text (`file:line` aside).
@@ -1139,66 +1324,43 @@ fn policy_changes(old: &Policy, new: &Policy, same_vms: bool, ch: &mut Changes) 
     ch.exposures = old.vips != new.vips || old.backends != new.backends;
 }
 
-/// The VMs whose own record changed (and their tenants and ports), and the
-/// ports whose owner (the first VM there, in order) changed.
+/// The VMs whose own record may have changed (and their tenants, ports
+/// and addresses), by a merge of the two VM lists: past their common
+/// prefix and suffix of equal records (an update adds, removes or changes
+/// a few of tens of thousands of VMs) only the middles differ, so every
+/// VM there is taken as changed. A superset of what differs, never less:
+/// a VM outside the middles has the same record in both lists, and a
+/// port's owner (the first VM there) or the VM a (VNI, address) names
+/// can change only if a middle VM is there, as every other VM at it
+/// stands in the same order in both.
 fn vm_changes(old: &Policy, new: &Policy, ch: &mut Changes) {
-    fn vms(p: &Policy) -> HashMap<(&str, &str), &Vm, Quick> {
-        let mut m = HashMap::default();
-        for v in &p.vms {
-            m.entry((v.tenant.as_str(), v.name.as_str())).or_insert(v);
-        }
-        m
+    let (o, n) = (&old.vms, &new.vms);
+    let p = o.iter().zip(n).take_while(|(a, b)| same_vm(a, b)).count();
+    let longest = o.len().min(n.len()) - p;
+    let s = o
+        .iter()
+        .rev()
+        .zip(n.iter().rev())
+        .take(longest)
+        .take_while(|(a, b)| same_vm(a, b))
+        .count();
+    for v in o[p..o.len() - s].iter().chain(&n[p..n.len() - s]) {
+        ch.vms.insert((v.tenant.clone(), v.name.clone()));
+        ch.tenants.insert(v.tenant.clone());
+        ch.ports.insert((v.host.clone(), v.port));
+        ch.vm_addrs.insert((v.vni, v.ip));
     }
-    let (o, n) = (vms(old), vms(new));
-    let same_vm = |a: &Vm, b: &Vm| {
-        a.vni == b.vni && a.mac == b.mac && a.ip == b.ip && a.host == b.host && a.port == b.port
-    };
-    for k in o.keys().chain(n.keys()) {
-        let (a, b) = (o.get(k), n.get(k));
-        let differs = match (a, b) {
-            (Some(a), Some(b)) => !same_vm(a, b),
-            _ => true,
-        };
-        if !differs {
-            continue;
-        }
-        ch.vms.insert((k.0.to_string(), k.1.to_string()));
-        ch.tenants.insert(k.0.to_string());
-        for v in [a, b].into_iter().flatten() {
-            ch.ports.insert((v.host.clone(), v.port));
-            ch.vm_addrs.insert((v.vni, v.ip));
-        }
-    }
-    // who owns a port (the first VM there, in order)
-    fn owners(p: &Policy) -> HashMap<(&str, u32), (&str, &str), Quick> {
-        let mut m = HashMap::default();
-        for v in &p.vms {
-            let owner = (v.tenant.as_str(), v.name.as_str());
-            m.entry((v.host.as_str(), v.port)).or_insert(owner);
-        }
-        m
-    }
-    let (oo, no) = (owners(old), owners(new));
-    for port in oo.keys().chain(no.keys()) {
-        if oo.get(port) != no.get(port) {
-            ch.ports.insert((port.0.to_string(), port.1));
-        }
-    }
-    // which VM a (VNI, address) names (the first, in order): AFF-1 tunnels
-    fn named(p: &Policy) -> HashMap<(u64, u32), (&str, &str), Quick> {
-        let mut m = HashMap::default();
-        for v in &p.vms {
-            m.entry((v.vni, v.ip))
-                .or_insert((v.tenant.as_str(), v.name.as_str()));
-        }
-        m
-    }
-    let (on, nn) = (named(old), named(new));
-    for a in on.keys().chain(nn.keys()) {
-        if on.get(a) != nn.get(a) {
-            ch.vm_addrs.insert(*a);
-        }
-    }
+}
+
+/// The same VM record (what the checks read of it).
+fn same_vm(x: &Vm, y: &Vm) -> bool {
+    x.tenant == y.tenant
+        && x.name == y.name
+        && x.vni == y.vni
+        && x.mac == y.mac
+        && x.ip == y.ip
+        && x.host == y.host
+        && x.port == y.port
 }
 
 /// Calls `f` on each key whose value differs between `a` and `b`.
@@ -1219,16 +1381,7 @@ fn differing<K: Ord, V: PartialEq, R>(
 
 /// The same VM records in the same order (what the checks read of them).
 fn same_vm_list(a: &[Vm], b: &[Vm]) -> bool {
-    a.len() == b.len()
-        && a.iter().zip(b).all(|(x, y)| {
-            x.tenant == y.tenant
-                && x.name == y.name
-                && x.vni == y.vni
-                && x.mac == y.mac
-                && x.ip == y.ip
-                && x.host == y.host
-                && x.port == y.port
-        })
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| same_vm(x, y))
 }
 
 #[cfg(test)]

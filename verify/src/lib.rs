@@ -55,6 +55,7 @@ pub mod packet;
 pub mod plan;
 pub mod policy;
 pub mod predict;
+mod readers;
 pub mod report;
 pub mod space;
 pub mod table_recheck;

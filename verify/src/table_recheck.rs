@@ -13,11 +13,12 @@
 //!   (`lb::changed_rows`; findings kept per endpoint);
 //! - AFF-1's member tunnels: [`tables::AFF1_TUNNEL_RELATIONS`], the VMs and
 //!   the underlay, per row: re-run for rows added and rows naming a changed
-//!   VM's (VNI, address) (findings kept per row; all when the underlay
-//!   changed);
+//!   VM's (VNI, address) (findings kept per row, each row's member parsed
+//!   once and moved with the rows; all when the underlay changed);
 //! - AFF-4: [`tables::AFF4_RELATIONS`], the SNAT grants of each bridge's
-//!   flows (kept per device, re-read for the dirty devices), the VMs and
-//!   the underlay;
+//!   flows (kept per device, re-read for the dirty devices), the underlay,
+//!   and of the VMs only those with a SNAT owner's (VNI, address) or a
+//!   SNAT range's tenant ([`tables::aff4_vm_reads`]);
 //! - CAP-1: [`tables::CAP1_RELATIONS`] and the capacities;
 //! - AFF-3: the whole network (it traces NF taps); re-run whenever either
 //!   generation has taps, else vacuous (which bridges have taps is kept,
@@ -44,6 +45,8 @@ pub struct Touched<'a> {
     /// The (VNI, address) of every VM whose record differs, in either
     /// generation (`None`: not known, or the VMs appeared or all went).
     pub vm_addrs: Option<&'a BTreeSet<(u64, u32)>>,
+    /// The tenants of those VMs (a superset will do; `None`: not known).
+    pub vm_tenants: Option<&'a BTreeSet<String>>,
     pub underlay: bool,
     pub capacity: bool,
 }
@@ -59,11 +62,20 @@ pub struct TableChecks {
     aff1_vectors: BTreeMap<Endpoint, Vec<Counterexample>>,
     /// AFF-1's tunnel findings by (relation of [`tables::AFF1_TUNNEL_RELATIONS`], row).
     aff1_tunnels: Vec<(usize, u32, Counterexample)>,
+    /// Per relation of [`tables::AFF1_TUNNEL_RELATIONS`], each row's member
+    /// (VNI, address) ([`tables::tunnel_member`]): parsed once and moved
+    /// with the rows, so finding the rows that name a changed VM is a scan
+    /// of numbers, not a parse of every row.
+    members: [Vec<Option<(u64, u32)>>; 2],
     aff3: Vec<Counterexample>,
     aff4: Vec<Counterexample>,
     cap1: Vec<Counterexample>,
     /// The SNAT grants of each bridge's flows, by device (in device order).
     snat: BTreeMap<String, Vec<Grant>>,
+    /// What AFF-4 reads of the VMs ([`tables::aff4_vm_reads`]): a VM
+    /// change that meets neither leaves it as it was.
+    aff4_owners: BTreeSet<(u64, u32)>,
+    aff4_tenants: BTreeSet<String>,
     /// The bridges with an NF tap ([`nf::bridge_has_taps`]).
     tapped: BTreeSet<String>,
     /// Which checks the last update ran again.
@@ -76,13 +88,17 @@ impl TableChecks {
     /// Every table check, on one generation.
     pub fn new(net: &Network, a: &Artifacts, p: &Policy, limit: usize) -> TableChecks {
         let snat = grants_by_device(a);
+        let (aff4_owners, aff4_tenants) = tables::aff4_vm_reads(a);
         TableChecks {
             aff1_vectors: tables::aff1_vectors_by_endpoint(a, None),
             aff1_tunnels: tunnel_findings(a, p),
+            members: tunnel_members(a),
             aff3: nf::aff3(net, p, limit),
             aff4: tables::aff4_with(a, p, snat.values().flatten()),
             cap1: tables::cap1(a, p),
             snat,
+            aff4_owners,
+            aff4_tenants,
             tapped: net
                 .bridges
                 .iter()
@@ -126,6 +142,7 @@ impl TableChecks {
         if t.vms || t.underlay || t.any(&tables::AFF1_TUNNEL_RELATIONS) {
             if !self.recheck_tunnels(a, p, t) {
                 self.aff1_tunnels = tunnel_findings(a, p);
+                self.members = tunnel_members(a);
             }
             self.ran("AFF-1 tunnels", &mut t0);
         }
@@ -138,7 +155,20 @@ impl TableChecks {
             };
             grants_changed |= before.unwrap_or_default() != now.unwrap_or_default();
         }
-        if grants_changed || t.vms || t.underlay || t.any(&tables::AFF4_RELATIONS) {
+        let aff4_rows = t.any(&tables::AFF4_RELATIONS);
+        // AFF-4 reads a VM by its (VNI, address) or its tenant
+        let aff4_vms = t.vms
+            && match (t.vm_addrs, t.vm_tenants) {
+                (Some(addrs), Some(tenants)) => {
+                    addrs.iter().any(|x| self.aff4_owners.contains(x))
+                        || tenants.iter().any(|x| self.aff4_tenants.contains(x))
+                }
+                _ => true,
+            };
+        if aff4_rows {
+            (self.aff4_owners, self.aff4_tenants) = tables::aff4_vm_reads(a);
+        }
+        if grants_changed || aff4_vms || t.underlay || aff4_rows {
             self.aff4 = tables::aff4_with(a, p, self.snat.values().flatten());
             self.ran("AFF-4", &mut t0);
         }
@@ -183,6 +213,11 @@ impl TableChecks {
     }
 }
 
+/// Each AFF-1 tunnel row's member, per relation.
+fn tunnel_members(a: &Artifacts) -> [Vec<Option<(u64, u32)>>; 2] {
+    tables::AFF1_TUNNEL_RELATIONS.map(|rel| a.rows(rel).iter().map(tables::tunnel_member).collect())
+}
+
 /// AFF-1's tunnel findings with the row each is of.
 fn tunnel_findings(a: &Artifacts, p: &Policy) -> Vec<(usize, u32, Counterexample)> {
     let check = tables::TunnelCheck::new(p);
@@ -212,20 +247,27 @@ impl TableChecks {
             if t.dirty.relation(rel) {
                 let pos = crate::lb::row_positions(t.old.rows(rel), rows);
                 let mut hit = vec![false; rows.len()];
+                let mut members = vec![None; rows.len()];
                 let mut last = None;
-                for j in pos.iter().flatten() {
-                    if last.is_some_and(|l| l >= *j) {
+                for (i, j) in pos.iter().enumerate() {
+                    let Some(j) = *j else { continue };
+                    if last.is_some_and(|l| l >= j) {
                         return false;
                     }
-                    last = Some(*j);
-                    hit[*j as usize] = true;
+                    last = Some(j);
+                    hit[j as usize] = true;
+                    members[j as usize] = self.members[k].get(i).copied().flatten();
                 }
-                redo.extend((0..rows.len()).filter(|j| !hit[*j]).map(|j| (k, j as u32)));
+                for j in (0..rows.len()).filter(|j| !hit[*j]) {
+                    redo.insert((k, j as u32));
+                    members[j] = tables::tunnel_member(&rows[j]);
+                }
+                self.members[k] = members;
                 moved[k] = Some(pos);
             }
             if !addrs.is_empty() {
-                for (j, r) in rows.iter().enumerate() {
-                    if tables::tunnel_member(r).is_some_and(|m| addrs.contains(&m)) {
+                for (j, m) in self.members[k].iter().enumerate() {
+                    if m.is_some_and(|m| addrs.contains(&m)) {
                         redo.insert((k, j as u32));
                     }
                 }
@@ -241,11 +283,14 @@ impl TableChecks {
                 (!redo.contains(&(k, j))).then_some((k, j, c))
             })
             .collect();
-        let check = tables::TunnelCheck::new(p);
-        for &(k, j) in &redo {
-            let rel = tables::AFF1_TUNNEL_RELATIONS[k];
-            let found = check.row(rel, &a.rows(rel)[j as usize]);
-            kept.extend(found.into_iter().map(|c| (k, j, c)));
+        // the policy's lookups (every VM hashed) only for rows to check
+        if !redo.is_empty() {
+            let check = tables::TunnelCheck::new(p);
+            for &(k, j) in &redo {
+                let rel = tables::AFF1_TUNNEL_RELATIONS[k];
+                let found = check.row(rel, &a.rows(rel)[j as usize]);
+                kept.extend(found.into_iter().map(|c| (k, j, c)));
+            }
         }
         // row order, and a row's findings in the order it found them
         kept.sort_by_key(|(k, j, _)| (*k, *j));

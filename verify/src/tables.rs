@@ -408,6 +408,25 @@ pub fn flow_grants(flows: &[FlowText]) -> Vec<Grant> {
 
 /// AFF-4 given the grants of every bridge's flows (in device order, as
 /// [`flow_grants`] gives them): what [`aff4`] finds.
+/// What [`aff4_with`] reads of the VMs, by the rows that read it: the
+/// (VNI, DIP) owners of `agent_mux_snat` rows (looked up by address) and
+/// the tenants of `agent_snat_range` rows (looked up for their VNI). A
+/// change of VMs none of which has such an address or tenant leaves AFF-4
+/// as it was.
+pub fn aff4_vm_reads(a: &Artifacts) -> (BTreeSet<(u64, u32)>, BTreeSet<String>) {
+    let owners = a
+        .rows("agent_mux_snat")
+        .iter()
+        .filter_map(|r| Some((num(&r.vals, 4)?, parse_ip(r.vals.get(5)?)?)))
+        .collect();
+    let tenants = a
+        .rows("agent_snat_range")
+        .iter()
+        .filter_map(|r| r.vals.get(1).cloned())
+        .collect();
+    (owners, tenants)
+}
+
 pub fn aff4_with<'g>(
     a: &Artifacts,
     policy: &Policy,
