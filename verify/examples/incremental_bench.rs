@@ -104,6 +104,15 @@ fn facts(schema: &Path, intent: &Path) -> Result<Facts, String> {
     Ok(f)
 }
 
+/// CPU time this thread has run (ms), from the scheduler's count in
+/// `/proc/thread-self/schedstat` (ns; 0 where there is none).
+fn thread_cpu_ms() -> f64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<f64>().ok())
+        .map_or(0.0, |ns| ns / 1e6)
+}
+
 fn peak_rss_mb() -> f64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
@@ -190,6 +199,9 @@ struct Kind {
     retraced: Vec<f64>,
     /// Per change: VMs whose results the update looked at.
     visited: Vec<f64>,
+    /// Per change: CPU time of the updating thread (ms): what the update
+    /// cost whatever else the machine ran (wall time is `ms`).
+    cpu_ms: Vec<f64>,
     /// Per change: diff, path checks, table checks (ms).
     phases: Vec<[f64; 3]>,
     /// Summed over the changes: VMs re-traced that met each kind of change.
@@ -205,11 +217,12 @@ impl Kind {
             s.sort_by(f64::total_cmp);
             s
         };
-        let (ms, rc, rt, vi) = (
+        let (ms, rc, rt, vi, cpu) = (
             sorted(&self.ms),
             sorted(&self.rechecked),
             sorted(&self.retraced),
             sorted(&self.visited),
+            sorted(&self.cpu_ms),
         );
         // a step a change did not take counts as 0 ms in that change
         let names: std::collections::BTreeSet<&str> =
@@ -230,6 +243,8 @@ impl Kind {
             "p50_step_ms": steps,
             "p50_ms": pct(&ms, 50.0),
             "p99_ms": pct(&ms, 99.0),
+            "p50_cpu_ms": pct(&cpu, 50.0),
+            "p99_cpu_ms": pct(&cpu, 99.0),
             "max_ms": ms.last().copied().unwrap_or(0.0),
             "rechecked_vms_p50": pct(&rc, 50.0),
             "rechecked_vms_max": rc.last().copied().unwrap_or(0.0),
@@ -348,12 +363,14 @@ fn run() -> Result<(), String> {
     let mut checked_updates = 0usize;
     let mut step = |v: &mut Verifier, kind: &'static str, a: Artifacts, p: Policy, d: &Dirty| {
         let full = check_each.then(|| (a.clone(), p.clone()));
+        let cpu0 = thread_cpu_ms();
         let up = if compare {
             v.update(a, p)
         } else {
             v.update_dirty(a, p, d)
         }
         .map_err(|e| e.to_string())?;
+        let cpu = thread_cpu_ms() - cpu0;
         if let Some((a, p)) = full {
             let fresh = Verifier::new(a, p, 3).map_err(|e| e.to_string())?;
             same_reports(
@@ -373,6 +390,7 @@ fn run() -> Result<(), String> {
         k.rechecked.push(up.rechecked as f64);
         k.retraced.push(up.retraced as f64);
         k.visited.push(up.visited as f64);
+        k.cpu_ms.push(cpu);
         k.phases
             .push([up.diff_millis, up.paths_millis, up.tables_millis]);
         for (w, n) in &up.met {
@@ -416,6 +434,7 @@ fn run() -> Result<(), String> {
         acc.rechecked.extend(&k.rechecked);
         acc.retraced.extend(&k.retraced);
         acc.visited.extend(&k.visited);
+        acc.cpu_ms.extend(&k.cpu_ms);
         acc.phases.extend(&k.phases);
         acc.steps.extend(k.steps.iter().cloned());
         for (w, n) in &k.met {

@@ -124,6 +124,20 @@ pub struct Bridge {
     reads: RefCell<Option<Reads>>,
 }
 
+/// A flow [`Bridge::patched`] found neither carried nor parsed: parsed
+/// here (the pairing it checked makes this unreachable).
+fn unreachable_flow(f: &FlowText) -> Result<Flow, FlowError> {
+    let e = |source| FlowError {
+        at: f.at.clone(),
+        source,
+    };
+    Ok(Flow {
+        text: f.clone(),
+        matches: ofctl::parse_match(&f.matches).map_err(e)?,
+        actions: ofctl::parse_actions(&f.actions).map_err(e)?,
+    })
+}
+
 /// What runs of a bridge read: each table with the values of the fields
 /// its flows match, and each group executed, each with the set of original
 /// packets that got there (a flow that cannot match those values, or those
@@ -203,6 +217,128 @@ impl Bridge {
         Bridge::build(&old.name, old.index, flows, groups, parsed)
     }
 
+    /// `old` with its flows moved to their new positions (`moved`: old
+    /// position → new, flows paired by their text, `file:line` aside;
+    /// `None`: the same flows) and only the flows it lacks parsed: a
+    /// change of a few flows of tens of thousands (a Hoverboard) neither
+    /// hashes nor clones the rest. `old` is left without flows (its cache
+    /// and keys stay, for [`Bridge::carry_cache`]); on an error it is
+    /// left as it was.
+    pub fn patched(
+        old: &mut Bridge,
+        flows: &[FlowText],
+        groups: &[GroupText],
+        moved: Option<&[Option<u32>]>,
+    ) -> Result<Bridge, FlowError> {
+        // new position → old, each old flow carried at most once
+        let mut carried: Vec<Option<usize>> = vec![None; flows.len()];
+        let mut taken = vec![false; old.flows.len()];
+        match moved {
+            None if old.flows.len() == flows.len() => {
+                carried
+                    .iter_mut()
+                    .enumerate()
+                    .for_each(|(i, c)| *c = Some(i));
+            }
+            None => return Bridge::rebuilt(old, flows, groups),
+            Some(m) => {
+                for (i, j) in m.iter().enumerate() {
+                    let Some(j) = j else { continue };
+                    let (Some(c), Some(t)) = (carried.get_mut(*j as usize), taken.get_mut(i))
+                    else {
+                        return Bridge::rebuilt(old, flows, groups);
+                    };
+                    if c.is_some() || *t {
+                        return Bridge::rebuilt(old, flows, groups);
+                    }
+                    (*c, *t) = (Some(i), true);
+                }
+            }
+        }
+        // parse what is new before anything of `old` moves
+        let mut fresh: Vec<Option<(Vec<Constraint>, Vec<Action>)>> = Vec::new();
+        for (f, c) in flows.iter().zip(&carried) {
+            fresh.push(match c {
+                Some(_) => None,
+                None => {
+                    let e = |source| FlowError {
+                        at: f.at.clone(),
+                        source,
+                    };
+                    Some((
+                        ofctl::parse_match(&f.matches).map_err(e)?,
+                        ofctl::parse_actions(&f.actions).map_err(e)?,
+                    ))
+                }
+            });
+        }
+        // a group whose text is the same keeps its parsed buckets
+        let mut new_buckets: BTreeMap<u32, Option<Vec<Vec<Action>>>> = BTreeMap::new();
+        for g in groups {
+            let same = old
+                .groups
+                .get(&g.id)
+                .is_some_and(|k| k.text.kind == g.kind && k.text.buckets == g.buckets);
+            let parsed = match same {
+                true => None,
+                false => Some(
+                    ofctl::parse_buckets(&g.buckets).map_err(|source| FlowError {
+                        at: g.at.clone(),
+                        source,
+                    })?,
+                ),
+            };
+            new_buckets.insert(g.id, parsed);
+        }
+        let mut old_flows: Vec<Option<Flow>> = std::mem::take(&mut old.flows)
+            .into_iter()
+            .map(Some)
+            .collect();
+        let mut fl = Vec::with_capacity(flows.len());
+        for ((f, c), p) in flows.iter().zip(carried).zip(fresh) {
+            let kept = c.and_then(|i| old_flows[i].take());
+            let flow = match (kept, p) {
+                (Some(mut k), _) => {
+                    if k.text.at != f.at {
+                        k.text.at.clone_from(&f.at);
+                    }
+                    k
+                }
+                (None, Some((matches, actions))) => Flow {
+                    text: f.clone(),
+                    matches,
+                    actions,
+                },
+                // each carried flow was checked to be there once
+                (None, None) => unreachable_flow(f)?,
+            };
+            fl.push(flow);
+        }
+        let mut old_groups = std::mem::take(&mut old.groups);
+        let mut gs = BTreeMap::new();
+        for g in groups {
+            let buckets = match new_buckets.get_mut(&g.id).and_then(Option::take) {
+                Some(b) => b,
+                None => match old_groups.remove(&g.id) {
+                    Some(k) => k.buckets,
+                    // a later group of the same id took them: parse again
+                    None => ofctl::parse_buckets(&g.buckets).map_err(|source| FlowError {
+                        at: g.at.clone(),
+                        source,
+                    })?,
+                },
+            };
+            gs.insert(
+                g.id,
+                Group {
+                    text: g.clone(),
+                    buckets,
+                },
+            );
+        }
+        Ok(Bridge::assemble(&old.name, old.index, fl, gs))
+    }
+
     fn build<'a>(
         name: &str,
         index: u32,
@@ -232,6 +368,26 @@ impl Bridge {
                 actions,
             });
         }
+        let mut gs = BTreeMap::new();
+        for g in groups {
+            let buckets = ofctl::parse_buckets(&g.buckets).map_err(|source| FlowError {
+                at: g.at.clone(),
+                source,
+            })?;
+            gs.insert(
+                g.id,
+                Group {
+                    text: g.clone(),
+                    buckets,
+                },
+            );
+        }
+        Ok(Bridge::assemble(name, index, fl, gs))
+    }
+
+    /// A bridge of these parsed flows and groups: its tables (flows by
+    /// priority) and the fields each table matches.
+    fn assemble(name: &str, index: u32, fl: Vec<Flow>, gs: BTreeMap<u32, Group>) -> Bridge {
         let mut tables: BTreeMap<u8, Vec<u32>> = BTreeMap::new();
         for (i, f) in fl.iter().enumerate() {
             tables.entry(f.text.table).or_default().push(i as u32);
@@ -251,21 +407,7 @@ impl Bridge {
                 (*t, v)
             })
             .collect();
-        let mut gs = BTreeMap::new();
-        for g in groups {
-            let buckets = ofctl::parse_buckets(&g.buckets).map_err(|source| FlowError {
-                at: g.at.clone(),
-                source,
-            })?;
-            gs.insert(
-                g.id,
-                Group {
-                    text: g.clone(),
-                    buckets,
-                },
-            );
-        }
-        Ok(Bridge {
+        Bridge {
             name: name.to_string(),
             index,
             flows: fl,
@@ -274,7 +416,7 @@ impl Bridge {
             keys,
             cache: RefCell::new(HashMap::new()),
             reads: RefCell::new(None),
-        })
+        }
     }
 
     /// Takes over `old`'s cached table lookups that this bridge would

@@ -585,31 +585,6 @@ pub(crate) fn row_positions(old: &[Row], new: &[Row]) -> Vec<Option<u32>> {
     out
 }
 
-/// The rows of `old` and `new` that differ: those [`row_positions`] leaves
-/// unpaired, or every row of both when it pairs rows out of order (a
-/// reorder can change which of two rows with one key a reader takes).
-pub fn changed_rows<'a>(old: &'a [Row], new: &'a [Row]) -> Vec<&'a Row> {
-    let p = row_positions(old, new);
-    let mut hit = vec![false; new.len()];
-    let mut last = None;
-    let mut in_order = true;
-    for j in p.iter().flatten() {
-        hit[*j as usize] = true;
-        in_order &= last.is_none_or(|l| l < *j);
-        last = Some(*j);
-    }
-    if !in_order {
-        return old.iter().chain(new).collect();
-    }
-    let removed = p
-        .iter()
-        .zip(old)
-        .filter(|(j, _)| j.is_none())
-        .map(|(_, r)| r);
-    let added = hit.iter().zip(new).filter(|(h, _)| !**h).map(|(_, r)| r);
-    removed.chain(added).collect()
-}
-
 fn num_at(v: &[String], i: usize) -> Option<u64> {
     v.get(i)?.parse().ok()
 }

@@ -168,7 +168,8 @@ impl Network {
                 message: "internal: replace_bridge on a bridge the network does not have".into(),
             });
         };
-        let b = Bridge::rebuilt(&self.bridges[i as usize], flows, groups)?;
+        // the kept flows move over; only the new ones are parsed
+        let b = Bridge::patched(&mut self.bridges[i as usize], flows, groups, renumber)?;
         self.accepts[i as usize] = tunnel_accept(&b);
         let old = std::mem::replace(&mut self.bridges[i as usize], b);
         self.bridges[i as usize].carry_cache(old, renumber, keep);

@@ -10,7 +10,8 @@
 //!
 //! - AFF-1's vectors: [`tables::AFF1_VECTOR_RELATIONS`] only, and per
 //!   endpoint: re-run for the endpoints of the rows added or removed
-//!   (`lb::changed_rows`; findings kept per endpoint);
+//!   (`lb::row_positions`; findings kept per endpoint, each row's endpoint
+//!   parsed once and moved with the rows);
 //! - AFF-1's member tunnels: [`tables::AFF1_TUNNEL_RELATIONS`], the VMs and
 //!   the underlay, per row: re-run for rows added and rows naming a changed
 //!   VM's (VNI, address) (findings kept per row, each row's member parsed
@@ -60,6 +61,9 @@ impl Touched<'_> {
 /// Each table check's findings on the current generation.
 pub struct TableChecks {
     aff1_vectors: BTreeMap<Endpoint, Vec<Counterexample>>,
+    /// Each AFF-1 vector row's endpoint, moved with the rows: an update
+    /// parses only the rows added.
+    endpoints: tables::RowEndpoints,
     /// AFF-1's tunnel findings by (relation of [`tables::AFF1_TUNNEL_RELATIONS`], row).
     aff1_tunnels: Vec<(usize, u32, Counterexample)>,
     /// Per relation of [`tables::AFF1_TUNNEL_RELATIONS`], each row's member
@@ -90,7 +94,8 @@ impl TableChecks {
         let snat = grants_by_device(a);
         let (aff4_owners, aff4_tenants) = tables::aff4_vm_reads(a);
         TableChecks {
-            aff1_vectors: tables::aff1_vectors_by_endpoint(a, None),
+            aff1_vectors: tables::aff1_vectors_by_endpoint(a, None, None),
+            endpoints: tables::row_endpoints(a),
             aff1_tunnels: tunnel_findings(a, p),
             members: tunnel_members(a),
             aff3: nf::aff3(net, p, limit),
@@ -121,13 +126,37 @@ impl TableChecks {
             // dirty software Mux holds every VIP: its rows are diffed, not
             // all read again)
             let mut eps = BTreeSet::new();
-            for rel in tables::AFF1_VECTOR_RELATIONS {
+            for (k, rel) in tables::AFF1_VECTOR_RELATIONS.iter().enumerate() {
                 if !t.dirty.relation(rel) {
                     continue;
                 }
-                for r in crate::lb::changed_rows(t.old.rows(rel), a.rows(rel)) {
-                    eps.extend(tables::row_endpoint(rel, r));
+                let rows = a.rows(rel);
+                let pos = crate::lb::row_positions(t.old.rows(rel), rows);
+                let (was, mut now) = (&self.endpoints[k], vec![None; rows.len()]);
+                let mut hit = vec![false; rows.len()];
+                let (mut last, mut in_order) = (None, true);
+                for (i, j) in pos.iter().enumerate() {
+                    match j {
+                        Some(j) => {
+                            hit[*j as usize] = true;
+                            now[*j as usize] = was.get(i).copied().flatten();
+                            in_order &= last.is_none_or(|l| l < *j);
+                            last = Some(*j);
+                        }
+                        // a row removed
+                        None => eps.extend(was.get(i).copied().flatten()),
+                    }
                 }
+                for j in (0..rows.len()).filter(|j| !hit[*j]) {
+                    now[j] = tables::row_endpoint(rel, &rows[j]);
+                    eps.extend(now[j]);
+                }
+                if !in_order {
+                    // rows moved out of order: every row counts as changed
+                    // (as `lb::changed_rows` takes them)
+                    eps.extend(was.iter().chain(&now).flatten());
+                }
+                self.endpoints[k] = now;
             }
             // a finding cites its rows' `file:line`, which rows removed or
             // added before them move: every endpoint with a finding too
@@ -135,8 +164,11 @@ impl TableChecks {
             for ep in &eps {
                 self.aff1_vectors.remove(ep);
             }
-            self.aff1_vectors
-                .extend(tables::aff1_vectors_by_endpoint(a, Some(&eps)));
+            self.aff1_vectors.extend(tables::aff1_vectors_by_endpoint(
+                a,
+                Some(&eps),
+                Some(&self.endpoints),
+            ));
             self.ran("AFF-1 vectors", &mut t0);
         }
         if t.vms || t.underlay || t.any(&tables::AFF1_TUNNEL_RELATIONS) {

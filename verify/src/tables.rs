@@ -40,7 +40,7 @@ fn num(v: &[String], i: usize) -> Option<u64> {
 
 /// Every instance's vector, per endpoint.
 pub fn vectors(a: &Artifacts) -> BTreeMap<Endpoint, Vec<Vector>> {
-    vectors_of(a, None)
+    vectors_of(a, None, None)
 }
 
 /// The endpoint of a vector relation's row (`vip` row: device, vni, vip,
@@ -58,20 +58,42 @@ pub fn row_endpoint(rel: &str, r: &Row) -> Option<Endpoint> {
     endpoint_at(&r.vals, if rel.contains("member") { 1 } else { 2 })
 }
 
-/// [`vectors`] of the endpoints in `only` (all when `None`).
-fn vectors_of(a: &Artifacts, only: Option<&BTreeSet<Endpoint>>) -> BTreeMap<Endpoint, Vec<Vector>> {
+/// Per relation of [`AFF1_VECTOR_RELATIONS`], each row's endpoint
+/// ([`row_endpoint`]), as a caller that keeps them across updates holds
+/// them: an update that wants a few endpoints then parses no other row.
+pub type RowEndpoints = [Vec<Option<Endpoint>>; 6];
+
+/// [`RowEndpoints`] of a generation.
+pub fn row_endpoints(a: &Artifacts) -> RowEndpoints {
+    AFF1_VECTOR_RELATIONS.map(|rel| a.rows(rel).iter().map(|r| row_endpoint(rel, r)).collect())
+}
+
+/// [`vectors`] of the endpoints in `only` (all when `None`); `known`: each
+/// row's endpoint, read instead of parsing the row.
+fn vectors_of(
+    a: &Artifacts,
+    only: Option<&BTreeSet<Endpoint>>,
+    known: Option<&RowEndpoints>,
+) -> BTreeMap<Endpoint, Vec<Vector>> {
     let wanted = |ep: &Endpoint| only.is_none_or(|o| o.contains(ep));
+    let ep_of = |k: usize, j: usize, v: &[String], col: usize| match known {
+        Some(e) => e[k].get(j).copied().flatten(),
+        None => endpoint_at(v, col),
+    };
     let mut out: BTreeMap<Endpoint, Vec<Vector>> = BTreeMap::new();
-    for (vrel, mrel) in [
+    for (k, (vrel, mrel)) in [
         ("agent_mux_vip", "agent_mux_member"),
         ("p4_vip", "p4_ecmp_member"),
         ("p4_vip_local", "p4_ecmp_member_local"),
-    ] {
+    ]
+    .into_iter()
+    .enumerate()
+    {
         let mut members: BTreeMap<(String, Endpoint, u64), Member> = BTreeMap::new();
-        for r in a.rows(mrel) {
+        for (j, r) in a.rows(mrel).iter().enumerate() {
             let v = &r.vals;
             // the endpoint first: an update wants a few of them
-            let Some(ep) = endpoint_at(v, 1).filter(&wanted) else {
+            let Some(ep) = ep_of(2 * k + 1, j, v, 1).filter(&wanted) else {
                 continue;
             };
             if let (Some(idx), Some(mvni), Some(m)) =
@@ -80,9 +102,12 @@ fn vectors_of(a: &Artifacts, only: Option<&BTreeSet<Endpoint>>) -> BTreeMap<Endp
                 members.insert((v[0].clone(), ep, idx), (mvni, m));
             }
         }
-        for r in a.rows(vrel) {
+        for (j, r) in a.rows(vrel).iter().enumerate() {
             let v = &r.vals;
-            let (Some(ep), Some(n)) = (endpoint_at(v, 2).filter(&wanted), num(v, 5)) else {
+            let Some(ep) = ep_of(2 * k, j, v, 2).filter(&wanted) else {
+                continue;
+            };
+            let Some(n) = num(v, 5) else {
                 continue;
             };
             let list = out.entry(ep).or_default();
@@ -178,7 +203,7 @@ pub const AFF1_TUNNEL_RELATIONS: [&str; 2] = ["agent_mux_tunnel", "p4_tunnel"];
 /// AFF-1 on the vectors alone: each complete, and alike on every instance.
 /// Reads only [`AFF1_VECTOR_RELATIONS`].
 pub fn aff1_vectors(a: &Artifacts) -> Vec<Counterexample> {
-    aff1_vectors_by_endpoint(a, None)
+    aff1_vectors_by_endpoint(a, None, None)
         .into_values()
         .flatten()
         .collect()
@@ -190,9 +215,10 @@ pub fn aff1_vectors(a: &Artifacts) -> Vec<Counterexample> {
 pub fn aff1_vectors_by_endpoint(
     a: &Artifacts,
     only: Option<&BTreeSet<Endpoint>>,
+    known: Option<&RowEndpoints>,
 ) -> BTreeMap<Endpoint, Vec<Counterexample>> {
     let mut found = BTreeMap::new();
-    for (ep, vs) in vectors_of(a, only) {
+    for (ep, vs) in vectors_of(a, only, known) {
         let mut out = Vec::new();
         let vip = std::net::Ipv4Addr::from(ep.0);
         for v in &vs {
