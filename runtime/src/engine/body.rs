@@ -391,12 +391,39 @@ fn render_body<'s, T: Time>(
                 value,
                 result,
             } => {
+                let gkey = layout.exprs(&group.iter().map(|&g| Expr::Slot(g)).collect::<Vec<_>>());
+                // The head and the filters after the aggregate read only the
+                // group key and the result: emit straight from the reduce's
+                // output, one row per group (see [`reads_only_group`]).
+                if reads_only_group(steps, i, head_at(i + filters_after(steps, i)), group, lw) {
+                    let virt = Layout(group.clone()).extended(lw, 1);
+                    let (emit, after) = emit_at(i, &virt);
+                    let agg = render_aggregate(
+                        env,
+                        plan,
+                        rows,
+                        gkey,
+                        *func,
+                        inner,
+                        value.as_ref(),
+                        *result,
+                    )?;
+                    rows = agg.flat_map_ref(move |key, res| {
+                        counters.tick();
+                        emit.apply(&Appended {
+                            row: key,
+                            extra: res.get(0)?,
+                        })
+                    });
+                    done = true;
+                    i = after;
+                    continue;
+                }
                 let (mut emit, after) = emit_at(i, &layout.extended(lw, 1));
                 next = after;
                 lw += 1;
                 done = emit.head;
                 let out = Layout(std::mem::take(&mut emit.layout.0));
-                let gkey = layout.exprs(&group.iter().map(|&g| Expr::Slot(g)).collect::<Vec<_>>());
                 let agg = render_aggregate(
                     env,
                     plan,
@@ -436,6 +463,33 @@ fn render_body<'s, T: Time>(
         }
         Tail::Keep(_) => Ok((rows, layout)),
     }
+}
+
+/// Whether the aggregate at `steps[i]` is the body's last materializing
+/// step (`head`: the rule's head, after the filters that follow it) and the
+/// head and those filters read only its group slots and its result (slot
+/// `result`). Then each group's one result row gives the head directly: the
+/// outer rows need not be joined back (a rule like `n(g, c) :- r(g, _), c =
+/// count : {...}` derives each head once per group instead of once per outer
+/// row; the relation is the same set).
+fn reads_only_group(
+    steps: &[Step],
+    i: usize,
+    head: Option<&[Expr]>,
+    group: &[usize],
+    result: usize,
+) -> bool {
+    let Some(head) = head else {
+        return false;
+    };
+    let mut read = BTreeSet::new();
+    head.iter().for_each(|e| expr_slots(e, &mut read));
+    for s in &steps[i + 1..] {
+        if let Step::Filter(c) = s {
+            cond_slots(c, &mut read);
+        }
+    }
+    read.iter().all(|s| *s == result || group.contains(s))
 }
 
 /// The aggregate of each group, arranged by group key (see `Step::Aggregate`).

@@ -4,7 +4,7 @@
 //! thread at a time.
 //! Guarantees:
 //! - `workers` timely threads (`Config::process`) each build the same
-//!   dataflows (`render::build`: one per stratum) and then wait for
+//!   dataflows (`render::build`: one per piece, `pieces.rs`) and then wait for
 //!   [`Command`]s.
 //! - [`Workers::run`] is one epoch: every worker gets the same batch (an
 //!   `Arc`) and inserts its stride of it (update i goes to worker
@@ -12,15 +12,17 @@
 //!   pieces that read each relation, then runs the pieces in stratum order
 //!   (`run_epoch`): a piece with input this epoch (or never run) advances
 //!   its time by one and is stepped until its probe passes it; its captured
-//!   changes go into the inputs of the pieces reading them and, gathered
+//!   changes go into the inputs of the pieces reading them and (except a
+//!   rule piece's derivations for its union piece), gathered
 //!   into [`Reply::Part`]s of about `PART_ROWS` rows, to the driver, which
 //!   hands each part to the caller while the workers go on (so a
 //!   from-scratch epoch never holds every
 //!   derived row twice: once in a reply buffer, once in the caller's
 //!   mirror). Pieces without input are not advanced and cost nothing. The
-//!   parts of an epoch are exactly its derived changes; a relation's part
-//!   holds each row at most once per worker (its stratum runs once per
-//!   epoch and its distinct places a row on one worker), consolidation
+//!   parts of an epoch are exactly its derived changes; a part is cut only
+//!   after a stratum's last piece, so all of a row's changes in an epoch
+//!   are in one part of one worker (its stratum runs once per epoch, and
+//!   its distinct or exchange places a row on one worker); consolidation
 //!   within a part is the caller's.
 //! - A piece marked in `release` (a one-shot engine's strata no later
 //!   change can reach) has its input closed right after its first run
@@ -38,6 +40,7 @@
 //!   dataflow drain and joins the threads; if a worker is stuck it is
 //!   detached after a grace period rather than hanging the caller.
 
+use super::pieces::{Kind, PieceMap};
 use super::render::{self, Built, Dirty, Piece};
 use super::tuple::Tuple;
 use super::EngineError;
@@ -106,8 +109,8 @@ const SLICE: Duration = Duration::from_millis(100);
 
 impl Workers {
     /// Starts the threads and waits until every worker has built the
-    /// dataflow. `release[p]`: piece `p` is released after its first run
-    /// (see [`Release`]).
+    /// dataflow. `release[s]`: the pieces of stratum `s` are released after
+    /// their first run (see [`Release`]).
     pub fn start(
         plan: Arc<Plan>,
         n: usize,
@@ -124,7 +127,14 @@ impl Workers {
         let (reply_tx, replies) = mpsc::channel::<Reply>();
         let abort = Arc::new(AtomicBool::new(false));
         let abort_w = abort.clone();
-        let dirty: Dirty = Arc::new((0..plan.strata.len()).map(|_| AtomicU64::new(0)).collect());
+        let map = Arc::new(PieceMap::new(&plan));
+        let dirty: Dirty = Arc::new((0..map.len()).map(|_| AtomicU64::new(0)).collect());
+        let release: Arc<Vec<bool>> = Arc::new(
+            map.pieces
+                .iter()
+                .map(|spec| release.get(spec.stratum).copied().unwrap_or(false))
+                .collect(),
+        );
         let guards = timely::execute(timely::Config::process(n), move |worker| {
             let index = worker.index();
             let rx = receivers
@@ -141,15 +151,11 @@ impl Workers {
             };
             let outcome = catch_unwind(AssertUnwindSafe(|| {
                 let release = Release::new(release.clone());
-                worker_loop(
-                    worker,
-                    &plan,
-                    dirty.clone(),
-                    release,
-                    &rx,
-                    &reply_tx,
-                    &abort_w,
-                )
+                let pieces = Pieces {
+                    map: map.clone(),
+                    dirty: dirty.clone(),
+                };
+                worker_loop(worker, &plan, pieces, release, &rx, &reply_tx, &abort_w)
             }));
             if let Err(payload) = outcome {
                 let message = payload
@@ -428,18 +434,24 @@ fn aborted(abort: &AtomicBool) -> bool {
     abort.load(Ordering::Relaxed)
 }
 
+/// What every worker builds from: the pieces and their shared dirty stamps.
+struct Pieces {
+    map: Arc<PieceMap>,
+    dirty: Dirty,
+}
+
 /// One worker's life: build, then serve commands until shutdown.
 fn worker_loop(
     worker: &mut Worker,
     plan: &Plan,
-    dirty: Dirty,
+    pieces: Pieces,
     mut release: Release,
     rx: &Receiver<Command>,
     tx: &Sender<Reply>,
     abort: &AtomicBool,
 ) {
     let index = worker.index();
-    let built = render::build(worker, plan, dirty);
+    let built = render::build(worker, plan, pieces.map, pieces.dirty);
     let mut b: Built = match built {
         Ok(mut b) => {
             b.start(index);
@@ -518,7 +530,7 @@ fn run_epoch(
     let mut has_base = vec![false; b.pieces.len()];
     for (i, (rel, t, d)) in data.iter().enumerate() {
         let mine = i % peers == index;
-        for &p in &b.routes.base[*rel] {
+        for &p in &b.map.base[*rel] {
             has_base[p] = true;
             if mine {
                 b.pieces[p].input.update((*rel, t.clone()), *d);
@@ -533,7 +545,7 @@ fn run_epoch(
         let dirty = b.dirty[p].load(Ordering::Acquire) == stamp;
         if release.done[p] {
             if has_base || dirty {
-                let message = format!("internal error: stratum {p} was released, yet it has input");
+                let message = format!("internal error: piece {p} was released, yet it has input");
                 let _ = tx.send(Reply::Died {
                     worker: index,
                     message,
@@ -561,7 +573,7 @@ fn run_epoch(
             worker.step_or_park(Some(SLICE));
             steps += 1;
         }
-        let out = std::mem::take(&mut *piece.captured.borrow_mut());
+        let mut out = std::mem::take(&mut *piece.captured.borrow_mut());
         if let (Some(t), Some((at, records))) = (b.trace.as_mut(), started) {
             t.piece(
                 p,
@@ -573,9 +585,14 @@ fn run_epoch(
             );
         }
         for (rel, t, d) in &out {
-            for &q in &b.routes.derived[*rel] {
+            for &q in b.map.targets(p, *rel) {
                 b.pieces[q].input.update((*rel, t.clone()), *d);
             }
+        }
+        // A rule piece's derivations of a set relation are its union
+        // piece's input only (see `pieces.rs`).
+        if b.map.pieces[p].kind != Kind::Whole {
+            out.retain(|(rel, ..)| b.map.to_driver(p, *rel));
         }
         release.after_run(p, &mut b.pieces[p]);
         if pending.is_empty() {
@@ -583,7 +600,9 @@ fn run_epoch(
         } else {
             pending.extend(out);
         }
-        if pending.len() >= PART_ROWS {
+        // Never between two pieces of one stratum: a counted row's
+        // changes from several rule pieces are netted in one part.
+        if pending.len() >= PART_ROWS && b.map.ends_stratum(p) {
             send_part(tx, index, epoch, &mut pending)?;
         }
     }

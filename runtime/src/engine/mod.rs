@@ -13,7 +13,10 @@
 //! - `validate.rs`: checks the plan's invariants (PLAN-SLOTS, PLAN-STRATA,
 //!   PLAN-RECURSIVE) and user rows before anything runs.
 //! - `driver.rs`: the timely worker threads, epochs, capture and shutdown.
-//! - `render.rs`: plan → dataflows on one worker, one per stratum (its
+//! - `pieces.rs`: which dataflows (pieces) a plan becomes — one per
+//!   stratum, or, for a stratum whose rules read ≥ 4 different sets of relations, one
+//!   per set of relations read plus a union piece — and where their changes go.
+//! - `render.rs`: plan → dataflows on one worker, one per piece (its
 //!   input, loops, capture), each run only when something it reads changed.
 //! - `trace.rs`: `NETC_ENGINE_TRACE`, per-piece counts and times of each epoch.
 //! - `body.rs`: rule bodies (joins, negation, filters, binds, aggregates),
@@ -36,6 +39,7 @@ mod body;
 mod driver;
 mod eval;
 mod mirror;
+mod pieces;
 mod render;
 mod trace;
 mod tuple;

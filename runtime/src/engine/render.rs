@@ -1,9 +1,10 @@
-//! Plan → differential dataflow, on one worker: one dataflow per stratum.
+//! Plan → differential dataflow, on one worker: one dataflow per piece (a
+//! stratum, or part of one: `pieces.rs`).
 //!
 //! Expects: a plan accepted by `validate::plan`; every worker calls
 //! [`build`] with the same plan, so all build the same dataflows.
 //! Guarantees:
-//! - PIECES: each stratum is its own timely dataflow (a [`Piece`]) with its
+//! - PIECES: each piece is its own timely dataflow (a [`Piece`]) with its
 //!   own input and its own time (the number of times it has run). A piece
 //!   runs in an epoch only if something it reads changed (see
 //!   [`Routes`]); the others are not scheduled at all and cost nothing.
@@ -27,14 +28,17 @@
 //!   reads it, e.g. every output), whose `base ∪ rule outputs` is captured
 //!   as a multiset, each row on one worker (exchanged by its hash), and
 //!   made a set by the driver's count of derivations: no arrangement at
-//!   all for the rows nothing in the dataflow reads. A recursive stratum is one iterative scope (`u32`
+//!   all for the rows nothing in the dataflow reads. A split stratum's
+//!   rule pieces hand their derivations on as multisets (to the driver,
+//!   counted, or to the union piece, which makes the set: `pieces.rs`).
+//!   A recursive stratum is one iterative scope (`u32`
 //!   rounds) with a `Variable` per relation (mutual recursion), the piece's
 //!   collections/arrangements entered, the same distinct per round, and the
 //!   results left back out.
 //! - The final collections of a piece's relations feed ONE capture
 //!   operator (never scheduled for frontier changes alone) that appends
-//!   their updates to [`Piece::captured`] and marks every piece that reads
-//!   a changed relation in the shared `dirty` stamps (any worker may see
+//!   their updates to [`Piece::captured`] and marks every piece they go to
+//!   (`PieceMap::targets`) in the shared `dirty` stamps (any worker may see
 //!   the change; all must run the reader). Once the piece's probe passes
 //!   its time `k + 1` the buffer holds all of run `k`'s changes on this
 //!   worker (not consolidated across workers).
@@ -46,12 +50,13 @@ use super::arrange::{
     distinct_arranged, distinct_total, keys_collection, Coll, Counters, Env, Inner, KeyArr, Time,
 };
 use super::body::{render_rule, scan_join};
+use super::pieces::{Kind, Out, PieceMap};
 use super::trace::Trace;
 use super::tuple::Tuple;
 use differential_dataflow::input::InputSession;
 use differential_dataflow::operators::iterate::VecVariable;
 use differential_dataflow::AsCollection;
-use netc_compiler::plan::{Body, Plan, RelId, Source, Step, Stratum};
+use netc_compiler::plan::{Body, Plan, RelId, RulePlan, Source, Step, Stratum};
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
@@ -81,8 +86,10 @@ pub struct Routes {
     pub base: Vec<Vec<usize>>,
     /// Pieces fed the captured changes of a derived relation (its readers).
     pub derived: Vec<Vec<usize>>,
-    /// Per piece, the relations its rules read that it does not define.
+    /// Per stratum, the relations its rules read that it does not define.
     reads: Vec<BTreeSet<RelId>>,
+    /// Per relation, the stratum defining it (`None`: input-only).
+    owner: Vec<Option<usize>>,
 }
 
 impl Routes {
@@ -118,18 +125,24 @@ impl Routes {
             base,
             derived,
             reads,
+            owner,
         }
+    }
+
+    /// The relations stratum `s`'s rules read that it does not define.
+    pub fn reads(&self, s: usize) -> &BTreeSet<RelId> {
+        &self.reads[s]
+    }
+
+    /// The stratum defining `rel` (`None`: an input-only relation).
+    pub fn owner(&self, rel: RelId) -> Option<usize> {
+        self.owner[rel]
     }
 
     /// Whether no other stratum reads `rel`: its stratum, if flat, hands
     /// it on counted (see module docs).
     pub fn unread(&self, rel: RelId) -> bool {
         self.derived[rel].is_empty()
-    }
-
-    /// The number of pieces.
-    pub fn pieces(&self) -> usize {
-        self.reads.len()
     }
 }
 
@@ -148,7 +161,7 @@ pub fn counted_relations(plan: &Plan) -> Vec<bool> {
 }
 
 /// Every relation a body reads (scans, joins, negations, aggregates' bodies).
-fn body_reads(body: &Body, out: &mut BTreeSet<RelId>) {
+pub(super) fn body_reads(body: &Body, out: &mut BTreeSet<RelId>) {
     if let Source::Scan(scan) = &body.source {
         out.insert(scan.rel);
     }
@@ -182,7 +195,7 @@ pub struct Piece {
 pub struct Built {
     /// In stratum order (every piece reads only lower ones).
     pub pieces: Vec<Piece>,
-    pub routes: Rc<Routes>,
+    pub map: Arc<PieceMap>,
     pub dirty: Dirty,
     /// The current epoch's stamp (`epoch + 1`), read by capture operators.
     pub stamp: Rc<Cell<u64>>,
@@ -206,28 +219,32 @@ impl Built {
     }
 }
 
-/// Builds every stratum of the plan as its own dataflow on `worker` (see
-/// module docs). `dirty` has one stamp per stratum, shared by all workers.
-pub fn build(worker: &mut Worker, plan: &Plan, dirty: Dirty) -> Result<Built, String> {
+/// Builds every piece of `map` (see `pieces.rs`) as its own dataflow on
+/// `worker` (see module docs). `dirty` has one stamp per piece, shared by
+/// all workers.
+pub fn build(
+    worker: &mut Worker,
+    plan: &Plan,
+    map: Arc<PieceMap>,
+    dirty: Dirty,
+) -> Result<Built, String> {
     let names: Rc<[String]> = plan.relations.iter().map(|r| r.name.clone()).collect();
     let arities: Rc<[usize]> = plan.relations.iter().map(|r| r.arity()).collect();
     let counters = Rc::new(Counters::default());
-    let routes = Rc::new(Routes::new(plan));
-    if dirty.len() != routes.pieces() {
+    if dirty.len() != map.len() {
         return Err(format!(
-            "{} dirty stamps for {} strata",
+            "{} dirty stamps for {} pieces",
             dirty.len(),
-            routes.pieces()
+            map.len()
         ));
     }
     let stamp = Rc::new(Cell::new(0));
-    let mut pieces = Vec::with_capacity(plan.strata.len());
-    for (p, stratum) in plan.strata.iter().enumerate() {
+    let mut pieces = Vec::with_capacity(map.len());
+    for p in 0..map.len() {
         let ctx = PieceCtx {
             plan,
-            stratum,
-            reads: &routes.reads[p],
-            routes: routes.clone(),
+            piece: p,
+            map: map.clone(),
             dirty: dirty.clone(),
             stamp: stamp.clone(),
             names: names.clone(),
@@ -241,20 +258,20 @@ pub fn build(worker: &mut Worker, plan: &Plan, dirty: Dirty) -> Result<Built, St
     }
     Ok(Built {
         pieces,
-        routes,
+        trace: Trace::from_env(plan, &map, worker.index()),
+        map,
         dirty,
         stamp,
         counters,
-        trace: Trace::from_env(plan, worker.index()),
     })
 }
 
 /// What building one piece needs.
 struct PieceCtx<'a> {
     plan: &'a Plan,
-    stratum: &'a Stratum,
-    reads: &'a BTreeSet<RelId>,
-    routes: Rc<Routes>,
+    /// Its index in `map`.
+    piece: usize,
+    map: Arc<PieceMap>,
     dirty: Dirty,
     stamp: Rc<Cell<u64>>,
     names: Rc<[String]>,
@@ -264,12 +281,14 @@ struct PieceCtx<'a> {
 
 fn build_piece(scope: Scope<'_, u64>, ctx: PieceCtx<'_>) -> Result<Piece, String> {
     let n = ctx.names.len();
+    let spec = &ctx.map.pieces[ctx.piece];
+    let stratum = &ctx.plan.strata[spec.stratum];
     // Local streams: the relations read, then the stratum's own base facts.
-    let locals: Vec<RelId> = ctx
+    let locals: Vec<RelId> = spec
         .reads
         .iter()
         .copied()
-        .chain(ctx.stratum.relations.iter().copied())
+        .chain(spec.own.iter().copied())
         .collect();
     let mut local_of = vec![u64::MAX; n];
     for (i, &r) in locals.iter().enumerate() {
@@ -302,29 +321,35 @@ fn build_piece(scope: Scope<'_, u64>, ctx: PieceCtx<'_>) -> Result<Piece, String
     );
     let mut base: Vec<Option<Coll<'_, u64>>> = vec![None; n];
     for (&rel, c) in locals.iter().zip(streams) {
-        if ctx.reads.contains(&rel) {
+        if spec.reads.contains(&rel) {
             env.rels[rel] = Some(c);
         } else {
             base[rel] = Some(c);
         }
     }
-    if ctx.stratum.recursive {
-        render_recursive(&mut env, ctx.plan, ctx.stratum, &base)?;
+    if stratum.recursive {
+        render_recursive(&mut env, ctx.plan, stratum, &base)?;
     } else {
-        render_flat(&mut env, ctx.plan, ctx.stratum, &ctx.routes, &base)?;
+        let rules: Vec<&RulePlan> = match &spec.kind {
+            Kind::Whole => stratum.rules.iter().collect(),
+            Kind::Rules(rs) => rs.iter().map(|&i| &stratum.rules[i]).collect(),
+            Kind::Union => Vec::new(),
+        };
+        render_flat(&mut env, ctx.plan, &rules, &spec.outputs, &mut base)?;
     }
 
     let probe = ProbeHandle::new();
     let captured: Captured = Rc::new(RefCell::new(Vec::new()));
     let mut own = Vec::new();
-    for &rel in &ctx.stratum.relations {
+    for &(rel, _) in &spec.outputs {
         let c = env.rels[rel]
             .clone()
             .ok_or_else(|| format!("relation {} was never rendered", ctx.names[rel]))?;
         own.push((rel, c));
     }
     let marks = Marks {
-        routes: ctx.routes,
+        piece: ctx.piece,
+        map: ctx.map.clone(),
         dirty: ctx.dirty,
         stamp: ctx.stamp,
     };
@@ -341,7 +366,8 @@ fn build_piece(scope: Scope<'_, u64>, ctx: PieceCtx<'_>) -> Result<Piece, String
 
 /// How a capture operator tells the readers of a changed relation.
 struct Marks {
-    routes: Rc<Routes>,
+    piece: usize,
+    map: Arc<PieceMap>,
     dirty: Dirty,
     stamp: Rc<Cell<u64>>,
 }
@@ -349,7 +375,7 @@ struct Marks {
 impl Marks {
     fn changed(&self, rel: RelId) {
         let stamp = self.stamp.get();
-        for &p in &self.routes.derived[rel] {
+        for &p in self.map.targets(self.piece, rel) {
             // Published before this worker reports the data consumed, so a
             // worker whose probe has passed sees it (progress messages
             // synchronise the threads).
@@ -396,6 +422,10 @@ fn capture<'s>(
 fn concat<'s, T: Time>(parts: Vec<Coll<'s, T>>) -> Coll<'s, T> {
     let mut parts = parts.into_iter();
     let first = parts.next().expect("every relation has a base input");
+    if parts.len() == 0 {
+        // No operator for a single part (a rule piece's only rule).
+        return first;
+    }
     first.concatenate(parts)
 }
 
@@ -427,26 +457,37 @@ fn finish_counted<'s>(parts: Vec<Coll<'s, u64>>) -> Coll<'s, u64> {
         .as_collection()
 }
 
+/// A non-recursive stratum's piece: `rules` (all of the stratum's, some,
+/// or none for a union piece) and each output made as its [`Out`] says,
+/// from the rules' outputs and the relation's input stream if the piece
+/// takes it (`base`).
 fn render_flat<'s>(
     env: &mut Env<'s, u64>,
     plan: &Plan,
-    stratum: &Stratum,
-    routes: &Routes,
-    base: &[Option<Coll<'s, u64>>],
+    rules: &[&RulePlan],
+    outputs: &[(RelId, Out)],
+    base: &mut [Option<Coll<'s, u64>>],
 ) -> Result<(), String> {
     let mut parts: BTreeMap<RelId, Vec<Coll<'s, u64>>> = BTreeMap::new();
-    for &r in &stratum.relations {
-        parts.insert(r, vec![base_of(base, r)?]);
+    for &(r, _) in outputs {
+        parts.insert(r, base[r].take().into_iter().collect());
     }
-    for rule in &stratum.rules {
+    for rule in rules {
         let out = render_rule(env, plan, rule)?;
         parts.entry(rule.head).or_default().push(out);
     }
-    for (rel, p) in parts {
-        let c = if routes.unread(rel) {
-            finish_counted(p)
-        } else {
-            finish_flat(env, rel, p)
+    for &(rel, out) in outputs {
+        let p = parts.remove(&rel).unwrap_or_default();
+        if p.is_empty() {
+            return Err(format!(
+                "relation {} has no input in its piece",
+                env.names[rel]
+            ));
+        }
+        let c = match out {
+            Out::Counted => finish_counted(p),
+            Out::Set => finish_flat(env, rel, p),
+            Out::ToUnion(_) => concat(p),
         };
         env.rels[rel] = Some(c);
     }

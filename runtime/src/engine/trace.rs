@@ -1,7 +1,8 @@
 //! `NETC_ENGINE_TRACE`: where a commit's time goes, piece by piece.
 //!
 //! Set to anything, every worker prints, after each epoch, one line per
-//! piece it ran — its stratum's relations, the size of its dataflow
+//! piece it ran — its stratum's relations (with `#rules[i,..]` or `#union`
+//! for the pieces of a split stratum, `pieces.rs`), the size of its dataflow
 //! (timely identifiers: operators and channels), worker steps until its
 //! probe passed, rows the interpreted operators handled, rows captured,
 //! microseconds — and a total line:
@@ -13,13 +14,14 @@
 //!
 //! Unset, the driver holds no [`Trace`] and pays one branch per piece run.
 
+use super::pieces::PieceMap;
 use netc_compiler::plan::Plan;
 use std::time::Instant;
 
 /// Per-worker trace state (see module docs).
 pub struct Trace {
     worker: usize,
-    /// Per piece: its stratum's relations, named.
+    /// Per piece: its stratum's relations, named (`PieceMap::label`).
     labels: Vec<String>,
     lines: String,
     runs: usize,
@@ -28,20 +30,9 @@ pub struct Trace {
 }
 
 impl Trace {
-    pub fn from_env(plan: &Plan, worker: usize) -> Option<Trace> {
+    pub fn from_env(plan: &Plan, map: &PieceMap, worker: usize) -> Option<Trace> {
         std::env::var_os("NETC_ENGINE_TRACE")?;
-        let labels = plan
-            .strata
-            .iter()
-            .map(|s| {
-                let names: Vec<&str> = s
-                    .relations
-                    .iter()
-                    .map(|&r| plan.relations[r].name.as_str())
-                    .collect();
-                names.join(",")
-            })
-            .collect();
+        let labels = (0..map.len()).map(|p| map.label(plan, p)).collect();
         Some(Trace {
             worker,
             labels,
