@@ -11,12 +11,15 @@
 //!   [`rollout`] pushes a generation to every device, all or nothing.
 //! - [`serve`] is `netc serve`, the warm daemon (HTTP+JSON), and holds the
 //!   warm session [`repl`] (`netc repl`) shares.
+//! - [`cpu`] reads the process's and a thread's CPU time (`netc compile
+//!   --timings`: on a shared machine wall time says little alone).
 //! - [`commands`] implements each `netc` subcommand on top of those; the
 //!   binary (`main.rs`) only parses arguments and maps outcomes to exit codes.
 //!
 //! Architecture invariant: `engine` knows the plan IR and values, never the
 //! syntax tree or the command line.
 
+pub mod cpu;
 pub mod engine;
 pub mod io;
 pub mod intent;

@@ -178,6 +178,10 @@ enum Command {
         /// Print a JSON summary (files, relations, artifacts) or the errors.
         #[arg(long)]
         json: bool,
+        /// Print the wall and CPU time of each phase on stderr (load, build the dataflow, evaluate the rules,
+        /// placement, its commit, findings, release, write outputs with its parts); with --json, in the JSON too.
+        #[arg(long)]
+        timings: bool,
     },
     /// Generate a deterministic intent scenario (fat tree, tenants, VMs, VIPs, ACLs, multicast, NFs, traffic).
     #[command(after_help = netc_runtime::after_help!(
@@ -580,11 +584,13 @@ fn dispatch(cli: Cli) -> Outcome {
             rules,
             workers,
             json: _,
+            timings,
         } => commands::compile::run(commands::compile::CompileArgs {
             intent: &intent,
             rules: rules.as_deref(),
             out: &out,
             workers: workers as usize,
+            timings,
         }),
         Command::Gen {
             preset,

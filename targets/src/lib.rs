@@ -46,8 +46,9 @@ pub struct RenderError {
     pub message: String,
 }
 
-/// A device target: turns one device's rows into its artifacts.
-pub trait Renderer {
+/// A device target: turns one device's rows into its artifacts. Shared by
+/// the threads that render devices side by side (`netc compile`).
+pub trait Renderer: Send + Sync {
     /// Short name, also the artifact sub-directory (`ovs`, `p4`, `host`).
     fn name(&self) -> &'static str;
     /// Whether this target consumes a located relation.
@@ -66,26 +67,39 @@ pub fn renderers() -> Vec<Box<dyn Renderer>> {
 }
 
 /// Groups the rows of located relations by device (the value of the
-/// location column, as text). `contents` gives a relation's current rows.
+/// location column, as text). `contents` gives a relation's current rows;
+/// it is called once per relation and its rows are moved, not copied.
 pub fn group_by_device(
     plan: &Plan,
     relations: &[RelId],
-    contents: impl Fn(RelId) -> Vec<Row>,
+    mut contents: impl FnMut(RelId) -> Vec<Row>,
 ) -> BTreeMap<String, DeviceRows> {
     let mut out: BTreeMap<String, DeviceRows> = BTreeMap::new();
     for &r in relations {
         let rel = &plan.relations[r];
         let Some(loc) = rel.location else { continue };
+        // A relation's rows come in runs of one device (its rows are sorted,
+        // and the location is most often column 0): look the device up once
+        // per run, not once per row, and allocate its name once per device.
+        let mut run: Option<(Value, &mut Vec<Row>)> = None;
         for row in contents(r) {
-            let device = match &row[loc] {
-                Value::Symbol(s) => s.as_str().to_string(),
-                other => other.to_string(),
-            };
-            out.entry(device)
-                .or_default()
-                .entry(rel.name.clone())
-                .or_default()
-                .push(row);
+            let key = row[loc];
+            match &mut run {
+                Some((device, rows)) if *device == key => rows.push(row),
+                _ => {
+                    let name = match &key {
+                        Value::Symbol(s) => s.as_str().to_string(),
+                        other => other.to_string(),
+                    };
+                    let rows = out
+                        .entry(name)
+                        .or_default()
+                        .entry(rel.name.clone())
+                        .or_default();
+                    rows.push(row);
+                    run = Some((key, rows));
+                }
+            }
         }
     }
     for rows in out.values_mut().flat_map(|d| d.values_mut()) {

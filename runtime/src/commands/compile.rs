@@ -4,10 +4,12 @@
 //! refuses (exit 1, nothing written) when the program has errors or any
 //! `error_*` relation is non-empty. Otherwise writes every located output
 //! relation under `DIR/relations/` — replacing DIR as a whole, so DIR always
-//! holds one complete compilation.
+//! holds one complete compilation. With `--timings`, prints each phase's
+//! wall and CPU time (`intent::Timings`) on stderr, and in the JSON.
 
-use super::{evaluate_intent, output, EvaluatedIntent, Outcome};
-use crate::intent;
+use super::{evaluate_intent_beside, output, EvaluatedIntent, Outcome};
+use crate::intent::{self, timings::Mark, Timings};
+use netc_compiler::plan::RelId;
 use std::path::{Path, PathBuf};
 
 pub struct CompileArgs<'a> {
@@ -15,19 +17,47 @@ pub struct CompileArgs<'a> {
     pub rules: Option<&'a Path>,
     pub out: &'a Path,
     pub workers: usize,
+    /// Print each phase's wall and CPU time (`--timings`).
+    pub timings: bool,
 }
 
 pub fn run(args: CompileArgs) -> Outcome {
+    let mut timings = Timings::start();
     let stages = output::Stages::start("compile", "compiling the rules and evaluating the intent");
-    let EvaluatedIntent {
-        compilation: c,
-        plan,
-        mut engine,
-        findings,
-    } = match evaluate_intent(args.intent, args.rules, args.workers) {
+    // The output directory is begun now, so that the dumps of the relations
+    // the placement cannot change are written while it is computed; if it
+    // cannot be made, that is reported where the outputs are written.
+    let staging = intent::Staging::begin(args.out);
+    let early = staging.as_ref().ok().map(|s| s.dir().to_path_buf());
+    let beside = |b: intent::Beside<'_>| {
+        let Some(dir) = &early else {
+            return Default::default();
+        };
+        let mut todo: Vec<(usize, RelId)> = intent::located_outputs(b.plan)
+            .into_iter()
+            .filter(|&r| b.settled[r])
+            .map(|r| (b.view.len(r), r))
+            .collect();
+        // Largest first: the placement's commit waits for the dump under way.
+        todo.sort_by(|x, y| y.cmp(x));
+        let todo: Vec<RelId> = todo.into_iter().map(|(_, r)| r).collect();
+        intent::dump_settled(b.plan, b.view, dir, &todo, b.stop)
+    };
+    let (
+        EvaluatedIntent {
+            compilation: c,
+            plan,
+            mut engine,
+            findings,
+        },
+        (dumped, beside_parts),
+    ) = match evaluate_intent_beside(args.intent, args.rules, args.workers, &mut timings, beside) {
         Ok(e) => e,
         Err(outcome) => return outcome,
     };
+    if let Some(phase) = timings.phase_mut("placement") {
+        phase.parts = beside_parts;
+    }
     if !findings.is_empty() {
         drop(stages);
         output::hold_findings(&findings, &c.sources);
@@ -44,12 +74,14 @@ pub fn run(args: CompileArgs) -> Outcome {
     }
     // Only reads from here on: free the dataflow before rendering.
     engine.release_dataflow();
-    let (mut relations, mut artifacts) = (0, 0);
+    timings.lap("release", "release the dataflow");
+    let mut written = intent::Written::default();
     let mut render_error = None;
+    let mut built = None;
     stages.set("rendering and writing the device artifacts");
-    let result = intent::write_atomically(args.out, |dir| {
-        match intent::write_outputs(&plan, &engine, dir) {
-            Ok((r, a)) => (relations, artifacts) = (r, a),
+    let result = staging.and_then(|staging| {
+        match intent::write_outputs(&plan, &engine, staging.dir(), &dumped) {
+            Ok(w) => written = w,
             Err(intent::ArtifactError::Io(e)) => return Err(e),
             Err(intent::ArtifactError::Render(e)) => {
                 render_error = Some(e);
@@ -58,8 +90,21 @@ pub fn run(args: CompileArgs) -> Outcome {
                 ));
             }
         }
-        Ok(())
+        built = Some(Mark::thread());
+        staging.finish()
     });
+    let replaced = built.map(|m| m.span());
+    let phase = timings.lap("write_outputs", "write outputs");
+    phase.parts = std::mem::take(&mut written.parts);
+    if let Some(span) = replaced {
+        phase.parts.push(intent::timings::Part {
+            name: "replace_dir",
+            label: "replace the --out directory",
+            thread: "main",
+            span,
+        });
+    }
+    let (relations, artifacts) = (written.relations, written.artifacts);
     drop(stages);
     if let Some(e) = render_error {
         output::hold_message(&e.to_string());
@@ -75,13 +120,20 @@ pub fn run(args: CompileArgs) -> Outcome {
             Some("check that the --out directory is writable".into()),
         );
     }
+    if args.timings {
+        eprint!("{}", timings.table());
+    }
     if output::json() {
-        output::emit(serde_json::json!({
+        let mut doc = serde_json::json!({
             "out": args.out,
             "intent_files": args.intent.len(),
             "relations": relations,
             "artifacts": artifacts,
-        }));
+        });
+        if args.timings {
+            doc["timings"] = timings.json();
+        }
+        output::emit(doc);
     }
     eprintln!(
         "{} {} intent file{} into {} ({relations} located relations, {artifacts} device artifacts)",

@@ -131,6 +131,21 @@ pub fn evaluate_intent(
     rules: Option<&Path>,
     workers: usize,
 ) -> Result<EvaluatedIntent, Outcome> {
+    evaluate_intent_beside(files, rules, workers, &mut intent::Timings::start(), |_| ())
+        .map(|(e, ())| e)
+}
+
+/// [`evaluate_intent`], closing a phase of `timings` after each step (load,
+/// the phases of `intent::evaluate_beside`, findings), and running `beside`
+/// on a second thread while the placement is computed (what `netc compile`
+/// writes early); returns what it returned.
+pub fn evaluate_intent_beside<T: Send>(
+    files: &[PathBuf],
+    rules: Option<&Path>,
+    workers: usize,
+    timings: &mut intent::Timings,
+    beside: impl for<'e> FnOnce(intent::Beside<'e>) -> T + Send,
+) -> Result<(EvaluatedIntent, T), Outcome> {
     let compilation = intent::load(files, rules).map_err(|e| {
         Outcome::InputError(
             format!("cannot read the rules: {e}"),
@@ -141,13 +156,18 @@ pub fn evaluate_intent(
         return Err(Outcome::ProgramErrors);
     }
     let plan = Arc::new(compilation.plan.clone().ok_or(Outcome::ProgramErrors)?);
-    let engine = intent::evaluate(plan.clone(), workers)
+    timings.lap("load", "load: parse, check, lower");
+    let (engine, beside_out) = intent::evaluate_beside(plan.clone(), workers, timings, beside)
         .map_err(|e| Outcome::InputError(format!("engine: {e}"), None))?;
     let findings = intent::findings::collect(&plan, |r| engine.contents(r));
-    Ok(EvaluatedIntent {
-        compilation,
-        plan,
-        engine,
-        findings,
-    })
+    timings.lap("findings", "findings (error_* rows)");
+    Ok((
+        EvaluatedIntent {
+            compilation,
+            plan,
+            engine,
+            findings,
+        },
+        beside_out,
+    ))
 }

@@ -211,6 +211,10 @@ pub struct EngineStats {
     pub last: CommitStats,
     /// [`CommitStats::records`] summed over all commits.
     pub total_records: u64,
+    /// Building the dataflow (before commit 0): wall time, and CPU time of
+    /// every thread of the process meanwhile (`netc compile --timings`).
+    pub build_wall: Duration,
+    pub build_cpu: Duration,
 }
 
 /// A running program. Dropping it stops and joins its worker threads.
@@ -276,7 +280,12 @@ impl Engine {
             Some(c) => released_strata(&plan, c),
             None => vec![false; plan.strata.len()],
         };
+        let (build_start, build_cpu) = (Instant::now(), crate::cpu::process());
         let w = Workers::start(plan.clone(), workers, Arc::new(release))?;
+        let (build_wall, build_cpu) = (
+            build_start.elapsed(),
+            crate::cpu::process().saturating_sub(build_cpu),
+        );
         let n = plan.relations.len();
         let mut derived = vec![false; n];
         for s in &plan.strata {
@@ -288,6 +297,8 @@ impl Engine {
             stats: EngineStats {
                 workers,
                 arrangements: w.arrangements,
+                build_wall,
+                build_cpu,
                 ..Default::default()
             },
             workers: w,
@@ -554,6 +565,11 @@ impl<'a> View<'a> {
         } else {
             self.base.get(rel)
         }
+    }
+
+    /// As [`Engine::len`].
+    pub fn len(&self, rel: RelId) -> usize {
+        self.set(rel).map_or(0, |s| s.len())
     }
 
     /// As [`Engine::contents`].

@@ -13,19 +13,28 @@
 //! 5. [`write_artifacts`]: the device targets (`netc_targets`) render each
 //!    device's rows into `OUT/ovs/`, `OUT/p4/`, `OUT/host/`.
 //!
-//! [`write_outputs`] (`netc compile`) does 4 and 5 at once, the dumps on a
-//! second thread.
+//! [`write_outputs`] (`netc compile`) does 4 and 5 at once, on both cores
+//! (`output.rs`); [`write_atomically`] replaces the output directory as a
+//! whole. `timings.rs` is `netc compile --timings`: each step's wall and CPU
+//! time. `settled.rs`: the relations the placement's commit cannot change,
+//! which [`evaluate_beside`] lets a second thread write out meanwhile.
 
 pub mod findings;
+pub mod output;
 pub mod rules;
+pub mod settled;
+pub mod timings;
 
-use crate::engine::{Engine, EngineError, Transaction};
-use crate::io::csv;
+use crate::engine::{Engine, EngineError};
 use netc_compiler::plan::{Plan, RelId};
-use netc_compiler::value::Row;
 use netc_compiler::{compile_inputs, Compilation, SourceInput};
+pub use output::{
+    dump_settled, write_artifacts, write_atomically, write_outputs, write_relations, ArtifactError,
+    Staging, Written,
+};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+pub use timings::Timings;
 
 /// Compiles the rules and the intent files as one program.
 pub fn load(intent: &[PathBuf], rules_dir: Option<&Path>) -> std::io::Result<Compilation> {
@@ -54,29 +63,90 @@ pub fn load(intent: &[PathBuf], rules_dir: Option<&Path>) -> std::io::Result<Com
 /// `vip_placement` may change, and nothing does after this returns).
 ///
 /// With `NETC_TOP_RELATIONS=N` in the environment it prints, on stderr, the
-/// time of each step and the N largest relations by rows (intermediates
-/// included): how to find what dominates a large compile.
+/// N largest relations by rows (intermediates included): how to find what
+/// dominates a large compile (`netc compile --timings` says which phase).
 pub fn evaluate(plan: Arc<Plan>, workers: usize) -> Result<Engine, EngineError> {
+    evaluate_timed(plan, workers, &mut Timings::start())
+}
+
+/// [`evaluate`], closing a phase of `timings` after each step: building
+/// the dataflow, evaluating the rules, the placement, its commit.
+pub fn evaluate_timed(
+    plan: Arc<Plan>,
+    workers: usize,
+    timings: &mut Timings,
+) -> Result<Engine, EngineError> {
+    evaluate_beside(plan, workers, timings, |_| ()).map(|(engine, ())| engine)
+}
+
+/// What [`evaluate_beside`]'s second thread may read while the placement is
+/// computed: the relations, and which of them are settled (no later commit
+/// changes them, [`settled`]).
+pub struct Beside<'e> {
+    pub plan: &'e Plan,
+    pub view: crate::engine::View<'e>,
+    pub settled: &'e [bool],
+    /// Set when the placement is computed: the placement's commit waits for
+    /// the second thread, which should end soon after.
+    pub stop: &'e std::sync::atomic::AtomicBool,
+}
+
+/// [`evaluate_timed`], running `beside` on a second thread while the
+/// placement is computed (the timely workers are idle then, and the
+/// placement runs on one core): `netc compile` dumps the settled relations
+/// there. Returns what `beside` returned.
+pub fn evaluate_beside<T: Send>(
+    plan: Arc<Plan>,
+    workers: usize,
+    timings: &mut Timings,
+    beside: impl for<'e> FnOnce(Beside<'e>) -> T + Send,
+) -> Result<(Engine, T), EngineError> {
     let top: Option<usize> = std::env::var("NETC_TOP_RELATIONS")
         .ok()
         .and_then(|v| v.parse().ok());
-    let start = std::time::Instant::now();
     // One evaluation, then at most the placement's commit: every stratum
     // that commit cannot reach is dropped from the dataflow once computed.
     let later: Vec<RelId> = plan.relation_id("vip_placement").into_iter().collect();
+    let settled = settled::settled(&plan, &later);
     let mut engine = Engine::new_one_shot(plan, workers, &later)?;
-    let evaluated = start.elapsed();
-    engine.apply(Transaction::new())?;
-    crate::placement::place_into(&mut engine)?;
+    let stats = engine.stats();
+    let built = timings::Span {
+        wall: stats.build_wall,
+        cpu: stats.build_cpu,
+    };
+    timings.lap_split(
+        ("build_dataflow", "build the dataflow", built),
+        ("evaluate_rules", "evaluate the rules"),
+    );
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let (placement, beside_out) = std::thread::scope(|s| {
+        let (plan, view) = (&**engine.plan(), engine.view());
+        let (settled, stop) = (&settled, &stop);
+        let second = s.spawn(move || {
+            beside(Beside {
+                plan,
+                view,
+                settled,
+                stop,
+            })
+        });
+        let placement = crate::placement::compute(&engine);
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        match second.join() {
+            Ok(out) => (placement, out),
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    });
+    let placement = placement?;
+    timings.lap("placement", "placement (greedy)");
+    if let Some(p) = &placement {
+        crate::placement::commit(&mut engine, p)?;
+    }
+    timings.lap("placement_commit", "placement's commit");
     if let Some(n) = top {
-        eprintln!(
-            "evaluate: rules {:.2} s, placement {:.2} s",
-            evaluated.as_secs_f64(),
-            (start.elapsed() - evaluated).as_secs_f64()
-        );
         eprint!("{}", top_relations(&engine, n));
     }
-    Ok(engine)
+    Ok((engine, beside_out))
 }
 
 /// The `n` largest relations of an evaluated program, one per line
@@ -100,126 +170,4 @@ pub fn located_outputs(plan: &Plan) -> Vec<RelId> {
     (0..plan.relations.len())
         .filter(|&r| plan.relations[r].location.is_some() && !plan.relations[r].outputs.is_empty())
         .collect()
-}
-
-/// Writes the relation dumps ([`write_relations`]) and the device
-/// artifacts ([`write_artifacts`]), the dumps on a second thread: `netc
-/// compile` calls it after releasing the dataflow, when the workers' cores
-/// are idle. Returns (relations, artifacts) written.
-pub fn write_outputs(
-    plan: &Plan,
-    engine: &Engine,
-    dir: &Path,
-) -> Result<(usize, usize), ArtifactError> {
-    let view = engine.view();
-    std::thread::scope(|s| {
-        let dumps = s.spawn(|| relations_into(plan, |r| view.contents(r), dir));
-        let artifacts = artifacts_into(plan, |r| view.contents(r), dir);
-        let relations = match dumps.join() {
-            Ok(written) => written?,
-            Err(panic) => std::panic::resume_unwind(panic),
-        };
-        Ok((relations, artifacts?))
-    })
-}
-
-/// Writes `dir/relations/<relation>.csv` for every located output relation.
-pub fn write_relations(plan: &Plan, engine: &Engine, dir: &Path) -> std::io::Result<usize> {
-    relations_into(plan, |r| engine.contents(r), dir)
-}
-
-fn relations_into(
-    plan: &Plan,
-    contents: impl Fn(RelId) -> Vec<Row>,
-    dir: &Path,
-) -> std::io::Result<usize> {
-    let rel_dir = dir.join("relations");
-    std::fs::create_dir_all(&rel_dir)?;
-    let mut n = 0;
-    for r in located_outputs(plan) {
-        let rows = contents(r);
-        std::fs::write(
-            rel_dir.join(format!("{}.csv", plan.relations[r].name)),
-            csv::render(&rows, "\t"),
-        )?;
-        n += 1;
-    }
-    Ok(n)
-}
-
-/// Renders every device's artifacts with every target and writes them under
-/// `dir` (the files `netc_targets::render_all` gives). One target at a time,
-/// holding only the rows it consumes, and each device's files written as
-/// soon as they are rendered: at 100k VMs the rows and the text are GBs.
-pub fn write_artifacts(plan: &Plan, engine: &Engine, dir: &Path) -> Result<usize, ArtifactError> {
-    artifacts_into(plan, |r| engine.contents(r), dir)
-}
-
-fn artifacts_into(
-    plan: &Plan,
-    contents: impl Fn(RelId) -> Vec<Row>,
-    dir: &Path,
-) -> Result<usize, ArtifactError> {
-    let located = located_outputs(plan);
-    let mut written = 0;
-    for target in netc_targets::renderers() {
-        let consumed: Vec<RelId> = located
-            .iter()
-            .copied()
-            .filter(|&r| target.consumes(&plan.relations[r].name))
-            .collect();
-        let devices = netc_targets::group_by_device(plan, &consumed, &contents);
-        for (device, rows) in &devices {
-            for a in target.render(device, rows)? {
-                let path = dir.join(&a.path);
-                if let Some(parent) = path.parent() {
-                    std::fs::create_dir_all(parent)?;
-                }
-                std::fs::write(path, &a.contents)?;
-                written += 1;
-            }
-        }
-    }
-    Ok(written)
-}
-
-/// A device's rows could not be rendered, or the files not written.
-#[derive(Debug, thiserror::Error)]
-pub enum ArtifactError {
-    #[error(transparent)]
-    Render(#[from] netc_targets::RenderError),
-    #[error(transparent)]
-    Io(#[from] std::io::Error),
-}
-
-/// Replaces `out` by the directory `build` fills, so a reader never sees a
-/// half-written artifact set: `build` writes into a fresh sibling directory,
-/// which is renamed into place only when it succeeded.
-pub fn write_atomically(
-    out: &Path,
-    build: impl FnOnce(&Path) -> std::io::Result<()>,
-) -> std::io::Result<()> {
-    let parent = out
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    std::fs::create_dir_all(parent)?;
-    let name = out
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "out".into());
-    let tmp = parent.join(format!(".{name}.tmp-{}", std::process::id()));
-    let old = parent.join(format!(".{name}.old-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&tmp);
-    std::fs::create_dir_all(&tmp)?;
-    if let Err(e) = build(&tmp) {
-        let _ = std::fs::remove_dir_all(&tmp);
-        return Err(e);
-    }
-    if out.exists() {
-        std::fs::rename(out, &old)?;
-    }
-    std::fs::rename(&tmp, out)?;
-    let _ = std::fs::remove_dir_all(&old);
-    Ok(())
 }

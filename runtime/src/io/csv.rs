@@ -10,6 +10,7 @@ use super::facts::delimiter;
 use super::IoError;
 use netc_compiler::plan::{IoSpec, Relation};
 use netc_compiler::value::Row;
+use std::fmt::Write as _;
 use std::io::Write;
 use std::path::Path;
 
@@ -17,10 +18,16 @@ use std::path::Path;
 pub fn render(rows: &[Row], delim: &str) -> String {
     let mut sorted: Vec<&Row> = rows.iter().collect();
     sorted.sort();
+    // Each value formatted straight into the text: no string per value and
+    // per line (at 100k VMs, `netc compile` writes ~5M rows this way).
     let mut out = String::new();
     for r in sorted {
-        let line: Vec<String> = r.iter().map(|v| v.to_string()).collect();
-        out.push_str(&line.join(delim));
+        for (i, v) in r.iter().enumerate() {
+            if i > 0 {
+                out.push_str(delim);
+            }
+            let _ = write!(out, "{v}");
+        }
         out.push('\n');
     }
     out

@@ -25,14 +25,15 @@
 //!   previous switch with one candidate where the sticky rule provably
 //!   keeps it.
 //!
-//! [`place_into`] is what `netc compile`/`check` run (from
-//! `intent::evaluate`): after the first evaluation, unless the intent pins
-//! the placement itself with `vip_placement` facts (explicit facts win, all
-//! of them: the built-in then writes nothing), it computes the placement
-//! and commits it as `vip_placement` rows.
+//! [`place_into`] ([`compute`], then [`commit`]) is what `netc
+//! compile`/`check` run (from `intent::evaluate`): after the first
+//! evaluation, unless the intent pins the placement itself with
+//! `vip_placement` facts (explicit facts win, all of them: the built-in
+//! then writes nothing), it computes the placement and commits it as
+//! `vip_placement` rows.
 //!
 //! Architecture invariant: the built-in reads and writes relations only
-//! through [`Engine::contents`] and [`Engine::commit`]; the rules never see
+//! through [`Engine::contents`] and [`Engine::commit`] (or `apply`); the rules never see
 //! anything but `vip_placement`.
 
 mod blocks;
@@ -94,6 +95,17 @@ impl From<PlacementError> for EngineError {
 /// is at least one endpoint, computes the placement, commits its rows and
 /// returns it. `Ok(None)` when it did nothing.
 pub fn place_into(engine: &mut Engine) -> Result<Option<Placement>, PlacementError> {
+    let Some(placement) = compute(engine)? else {
+        return Ok(None);
+    };
+    commit(engine, &placement)?;
+    Ok(Some(placement))
+}
+
+/// [`place_into`]'s first half: the placement the engine's relations ask
+/// for, or `None` when the built-in has nothing to do (no placement
+/// relations, `vip_placement` pinned by the intent, no endpoint).
+pub fn compute(engine: &Engine) -> Result<Option<Placement>, PlacementError> {
     let Some(vp) = engine.plan().relation_id("vip_placement") else {
         return Ok(None);
     };
@@ -106,11 +118,21 @@ pub fn place_into(engine: &mut Engine) -> Result<Option<Placement>, PlacementErr
     if inputs.model.vips.is_empty() {
         return Ok(None);
     }
-    let placement = Placement::from_inputs(inputs);
+    Ok(Some(Placement::from_inputs(inputs)))
+}
+
+/// [`place_into`]'s second half: commits a placement's rows as
+/// `vip_placement` facts. Nobody reads the commit's changes, so they are
+/// not built (`Engine::apply`: at 30k VIPs that is every placed row and
+/// all it derives, turned into rows and sorted for nothing).
+pub fn commit(engine: &mut Engine, placement: &Placement) -> Result<(), PlacementError> {
+    let Some(vp) = engine.plan().relation_id("vip_placement") else {
+        return Ok(());
+    };
     let mut tx = crate::engine::Transaction::new();
     for row in placement.rows() {
         tx.insert(vp, row);
     }
-    engine.commit(tx)?;
-    Ok(Some(placement))
+    engine.apply(tx)?;
+    Ok(())
 }
