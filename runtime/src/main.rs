@@ -172,9 +172,9 @@ enum Command {
         /// Use the .ndl files of DIR instead of the standard rules built into netc.
         #[arg(long, value_name = "DIR")]
         rules: Option<PathBuf>,
-        /// Timely worker threads; never changes results.
-        #[arg(short = 'w', long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
-        workers: u16,
+        /// Timely worker threads; never changes results [default: the available cores, at most 4].
+        #[arg(short = 'w', long, value_parser = clap::value_parser!(u16).range(1..=64))]
+        workers: Option<u16>,
         /// Print a JSON summary (files, relations, artifacts) or the errors.
         #[arg(long)]
         json: bool,
@@ -576,7 +576,7 @@ fn dispatch(cli: Cli) -> Outcome {
             rules: rules.as_deref(),
             profile: &profile,
             json,
-            workers: 1,
+            workers: netc_runtime::engine::default_workers(),
         }),
         Command::Compile {
             intent,
@@ -589,7 +589,7 @@ fn dispatch(cli: Cli) -> Outcome {
             intent: &intent,
             rules: rules.as_deref(),
             out: &out,
-            workers: workers as usize,
+            workers: workers.map_or_else(netc_runtime::engine::default_workers, usize::from),
             timings,
         }),
         Command::Gen {
