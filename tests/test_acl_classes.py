@@ -10,12 +10,11 @@ probed (proto, port) the class join must give what a direct evaluation of
 """
 
 import ipaddress
-import re
-import subprocess
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from netc_dump import run_dump
 
 REPO = Path(__file__).resolve().parent.parent
 RULES = sorted(str(p) for p in (REPO / "rules").glob("*.ndl"))
@@ -74,12 +73,7 @@ def intent_text(vm_hosts, acls, default) -> str:
 
 
 def run(netc_bin, path):
-    r = subprocess.run([netc_bin, "run", "-D", "-", *RULES, str(path)], capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stderr[-3000:]
-    rels = {}
-    for m in re.finditer(r"-{5,}\n(\S+)\n={5,}\n(.*?)={5,}", r.stdout, re.S):
-        rels[m.group(1)] = [tuple(x.split("\t")) for x in m.group(2).splitlines() if x]
-    return rels
+    return run_dump(netc_bin, [*RULES, str(path)], timeout=120)
 
 
 def expected(vm_hosts, acls, default):

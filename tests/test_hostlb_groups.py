@@ -11,12 +11,12 @@ Hypothesis draws `netc gen` scenarios with few hosts (so hosts hold zero,
 one or several DIPs of a VIP) and compares every `ovs_group` row.
 """
 
-import re
 import subprocess
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from netc_dump import run_dump
 
 REPO = Path(__file__).resolve().parent.parent
 START = "// One bucket's text, on host h"
@@ -75,12 +75,7 @@ def rules_dir(tmp: Path, reference: bool) -> list[str]:
 
 
 def run(netc_bin, rules, intent):
-    r = subprocess.run([netc_bin, "run", "-D", "-", *rules, str(intent)], capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr[-3000:]
-    rels = {}
-    for m in re.finditer(r"-{5,}\n(\S+)\n={5,}\n(.*?)={5,}", r.stdout, re.S):
-        rels[m.group(1)] = sorted(tuple(x.split("\t")) for x in m.group(2).splitlines() if x)
-    return rels
+    return {k: sorted(v) for k, v in run_dump(netc_bin, [*rules, str(intent)]).items()}
 
 
 def generate(netc_bin, path, seed, hosts, tenants, vms, vips, max_dips):

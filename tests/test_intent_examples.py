@@ -39,6 +39,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 import pytest
+from netc_dump import run_dump
 
 REPO = Path(__file__).resolve().parent.parent
 RULES = sorted(str(p) for p in (REPO / "rules").glob("*.ndl"))
@@ -56,17 +57,7 @@ def run_netc(netc_bin: str, *intent: str | Path, extra_text: str | None = None, 
         p = tmp_path / "extra.ndl"
         p.write_text(extra_text)
         files.append(str(p))
-    r = subprocess.run([netc_bin, "run", "-D", "-", *RULES, *files], capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, f"netc run failed (exit {r.returncode}):\n{r.stderr[-4000:]}"
-    return parse_output(r.stdout)
-
-
-def parse_output(text: str) -> dict[str, list[tuple[str, ...]]]:
-    """Souffle-style `-D -` output: ---/name/===/rows/=== blocks."""
-    rels: dict[str, list[tuple[str, ...]]] = {}
-    for m in re.finditer(r"-{5,}\n(\S+)\n={5,}\n(.*?)={5,}", text, re.S):
-        rels[m.group(1)] = [tuple(line.split("\t")) for line in m.group(2).split("\n") if line]
-    return rels
+    return run_dump(netc_bin, [*RULES, *files], timeout=600)
 
 
 def errors(rels):

@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from netc_dump import run_dump
 
 REPO = Path(__file__).resolve().parent.parent
 RULES = sorted(str(p) for p in (REPO / "rules").glob("*.ndl"))
@@ -43,12 +44,7 @@ PLACEMENT_RELS = ["placement_need", "placement_switch", "placement_link", "place
 # ---------------------------------------------------------------- running netc
 def rules_outputs(netc_bin: str, intent: Path) -> dict[str, list[tuple[str, ...]]]:
     """The rules' placement_* relations (`netc run`, which has no built-in)."""
-    r = subprocess.run([netc_bin, "run", "-D", "-", *RULES, str(intent)], capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, f"netc run failed (exit {r.returncode}):\n{r.stderr[-4000:]}"
-    rels: dict[str, list[tuple[str, ...]]] = {}
-    for m in re.finditer(r"-{5,}\n(\S+)\n={5,}\n(.*?)={5,}", r.stdout, re.S):
-        rels[m.group(1)] = [tuple(line.split("\t")) for line in m.group(2).split("\n") if line]
-    return rels
+    return run_dump(netc_bin, [*RULES, str(intent)], timeout=600)
 
 
 def compile_placement(netc_bin: str, out: Path, *intent: Path) -> dict[str, str]:

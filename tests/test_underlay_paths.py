@@ -12,13 +12,12 @@ switch and every other switch's loopback /32, the route must exist exactly
 when the target is 1..8 hops away, with the port the BFS picks.
 """
 
-import re
-import subprocess
 from collections import deque
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from netc_dump import run_dump
 
 REPO = Path(__file__).resolve().parent.parent
 RULES = sorted(str(p) for p in (REPO / "rules").glob("*.ndl"))
@@ -79,12 +78,7 @@ def expected_routes(n, links):
 
 
 def run(netc_bin, path):
-    r = subprocess.run([netc_bin, "run", "-D", "-", *RULES, str(path)], capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stderr[-3000:]
-    rels = {}
-    for m in re.finditer(r"-{5,}\n(\S+)\n={5,}\n(.*?)={5,}", r.stdout, re.S):
-        rels[m.group(1)] = [tuple(x.split("\t")) for x in m.group(2).splitlines() if x]
-    return rels
+    return run_dump(netc_bin, [*RULES, str(path)], timeout=120)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
