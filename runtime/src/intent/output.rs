@@ -161,28 +161,31 @@ impl PartClock {
 
     /// Adds `span` to part `name`.
     fn add(&mut self, name: &'static str, label: &'static str, span: Span) {
-        match self.parts.iter_mut().find(|p| p.name == name) {
-            Some(p) => p.span += span,
-            None => self.parts.push(Part {
-                name,
-                label,
-                thread: self.thread,
-                span,
-            }),
-        }
+        let thread = self.thread;
+        self.absorb(Part {
+            name,
+            label,
+            thread,
+            span,
+        });
     }
 
     /// Adds another thread's parts (same names add up).
     fn merge(&mut self, other: PartClock) {
         for p in other.parts {
-            match self
-                .parts
-                .iter_mut()
-                .find(|q| q.name == p.name && q.thread == p.thread)
-            {
-                Some(q) => q.span += p.span,
-                None => self.parts.push(p),
-            }
+            self.absorb(p);
+        }
+    }
+
+    /// Adds `p`'s time to the part of the same name and thread, or keeps it.
+    fn absorb(&mut self, p: Part) {
+        match self
+            .parts
+            .iter_mut()
+            .find(|q| q.name == p.name && q.thread == p.thread)
+        {
+            Some(q) => q.span += p.span,
+            None => self.parts.push(p),
         }
     }
 }
