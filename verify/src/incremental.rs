@@ -404,6 +404,22 @@ impl Renumber {
     }
 }
 
+/// The lengths of the longest common prefix of `old` and `new` under
+/// `same`, and of the longest common suffix of what is left after it (the
+/// two never overlap).
+fn common_ends<T>(old: &[T], new: &[T], same: impl Fn(&T, &T) -> bool) -> (usize, usize) {
+    let p = old.iter().zip(new).take_while(|(a, b)| same(a, b)).count();
+    let longest = old.len().min(new.len()) - p;
+    let s = old
+        .iter()
+        .rev()
+        .zip(new.iter().rev())
+        .take(longest)
+        .take_while(|(a, b)| same(a, b))
+        .count();
+    (p, s)
+}
+
 /// Old position → new position of equal items (the k-th of equal items
 /// in `old` is the k-th in `new`); `None` when it is the identity.
 /// Only the part between the common prefix and suffix is hashed (an
@@ -414,15 +430,7 @@ pub(crate) fn positions<K: Eq + std::hash::Hash>(old: &[K], new: &[K]) -> Option
     if old == new {
         return None;
     }
-    let p = old.iter().zip(new).take_while(|(a, b)| a == b).count();
-    let longest = old.len().min(new.len()) - p;
-    let s = old
-        .iter()
-        .rev()
-        .zip(new.iter().rev())
-        .take(longest)
-        .take_while(|(a, b)| a == b)
-        .count();
+    let (p, s) = common_ends(old, new, |a, b| a == b);
     let (om, nm) = (&old[p..old.len() - s], &new[p..new.len() - s]);
     let mut count: HashMap<&K, i64, Quick> = HashMap::default();
     for k in om {
@@ -1335,15 +1343,7 @@ fn policy_changes(old: &Policy, new: &Policy, same_vms: bool, ch: &mut Changes) 
 /// stands in the same order in both.
 fn vm_changes(old: &Policy, new: &Policy, ch: &mut Changes) {
     let (o, n) = (&old.vms, &new.vms);
-    let p = o.iter().zip(n).take_while(|(a, b)| same_vm(a, b)).count();
-    let longest = o.len().min(n.len()) - p;
-    let s = o
-        .iter()
-        .rev()
-        .zip(n.iter().rev())
-        .take(longest)
-        .take_while(|(a, b)| same_vm(a, b))
-        .count();
+    let (p, s) = common_ends(o, n, same_vm);
     for v in o[p..o.len() - s].iter().chain(&n[p..n.len() - s]) {
         ch.vms.insert((v.tenant.clone(), v.name.clone()));
         ch.tenants.insert(v.tenant.clone());
