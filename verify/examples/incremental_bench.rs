@@ -199,6 +199,8 @@ struct Kind {
     retraced: Vec<f64>,
     /// Per change: VMs whose results the update looked at.
     visited: Vec<f64>,
+    /// Per change: devices the edit named dirty.
+    dirty_devices: Vec<f64>,
     /// Per change: CPU time of the updating thread (ms): what the update
     /// cost whatever else the machine ran (wall time is `ms`).
     cpu_ms: Vec<f64>,
@@ -217,12 +219,13 @@ impl Kind {
             s.sort_by(f64::total_cmp);
             s
         };
-        let (ms, rc, rt, vi, cpu) = (
+        let (ms, rc, rt, vi, cpu, dd) = (
             sorted(&self.ms),
             sorted(&self.rechecked),
             sorted(&self.retraced),
             sorted(&self.visited),
             sorted(&self.cpu_ms),
+            sorted(&self.dirty_devices),
         );
         // a step a change did not take counts as 0 ms in that change
         let names: std::collections::BTreeSet<&str> =
@@ -238,9 +241,26 @@ impl Kind {
                 (n, pct(&sorted(&v), 50.0))
             })
             .collect();
+        // a step some changes take (a table check whose rows a VM change
+        // touched) may have a p50 of 0 and still cost most of those changes:
+        // its mean and how many changes took it say so
+        let mut mean: BTreeMap<&str, serde_json::Value> = BTreeMap::new();
+        for n in steps.keys() {
+            let took: Vec<f64> = self
+                .steps
+                .iter()
+                .filter_map(|s| s.get(n).copied())
+                .collect();
+            let sum: f64 = took.iter().sum();
+            mean.insert(
+                n,
+                serde_json::json!({"mean_ms": sum / self.steps.len().max(1) as f64, "changes": took.len()}),
+            );
+        }
         serde_json::json!({
             "changes": ms.len(),
             "p50_step_ms": steps,
+            "mean_step_ms": mean,
             "p50_ms": pct(&ms, 50.0),
             "p99_ms": pct(&ms, 99.0),
             "p50_cpu_ms": pct(&cpu, 50.0),
@@ -252,6 +272,7 @@ impl Kind {
             "retraced_vms_max": rt.last().copied().unwrap_or(0.0),
             "visited_vms_p50": pct(&vi, 50.0),
             "visited_vms_max": vi.last().copied().unwrap_or(0.0),
+            "dirty_devices_p50": pct(&dd, 50.0),
             "retraced_vms_met": self.met,
             "p50_phase_ms": {
                 "diff": pct(&sorted(&self.phases.iter().map(|p| p[0]).collect::<Vec<_>>()), 50.0),
@@ -390,6 +411,7 @@ fn run() -> Result<(), String> {
         k.rechecked.push(up.rechecked as f64);
         k.retraced.push(up.retraced as f64);
         k.visited.push(up.visited as f64);
+        k.dirty_devices.push(d.devices.len() as f64);
         k.cpu_ms.push(cpu);
         k.phases
             .push([up.diff_millis, up.paths_millis, up.tables_millis]);
@@ -434,6 +456,7 @@ fn run() -> Result<(), String> {
         acc.rechecked.extend(&k.rechecked);
         acc.retraced.extend(&k.retraced);
         acc.visited.extend(&k.visited);
+        acc.dirty_devices.extend(&k.dirty_devices);
         acc.cpu_ms.extend(&k.cpu_ms);
         acc.phases.extend(&k.phases);
         acc.steps.extend(k.steps.iter().cloned());

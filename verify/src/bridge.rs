@@ -449,16 +449,23 @@ impl Bridge {
             let app = match flows {
                 None => app,
                 Some(m) => {
-                    let mut out = Vec::with_capacity(app.len());
-                    for a in app.iter() {
+                    // renumbered in place: a lookup's BDDs are not copied
+                    // (the cache holds the only reference between runs)
+                    let mut out = Rc::try_unwrap(app).unwrap_or_else(|shared| {
+                        shared
+                            .iter()
+                            .map(|a| Applicable {
+                                flow: a.flow,
+                                m: a.m.clone(),
+                                shadow: a.shadow.clone(),
+                            })
+                            .collect()
+                    });
+                    for a in &mut out {
                         let Some(Some(flow)) = m.get(a.flow as usize).copied() else {
                             continue 'entry;
                         };
-                        out.push(Applicable {
-                            flow,
-                            m: a.m.clone(),
-                            shadow: a.shadow.clone(),
-                        });
+                        a.flow = flow;
                     }
                     Rc::new(out)
                 }

@@ -49,6 +49,7 @@ use crate::ofctl::Constraint;
 use crate::policy::{Policy, Vm};
 use crate::readers::Readers;
 use crate::report::Report;
+use crate::row_moves::RowMoves;
 use crate::space::{Field, Space};
 use crate::table_recheck::{TableChecks, Touched};
 use crate::{assemble, Input, Provenance, VerifyError};
@@ -427,10 +428,10 @@ fn common_ends<T>(old: &[T], new: &[T], same: impl Fn(&T, &T) -> bool) -> (usize
 /// item stays, a suffix item shifts by the length difference, unless the
 /// two middles hold an item of the suffix a different number of times.
 pub(crate) fn positions<K: Eq + std::hash::Hash>(old: &[K], new: &[K]) -> Option<Vec<Option<u32>>> {
-    if old == new {
+    let (p, s) = common_ends(old, new, |a, b| a == b);
+    if p == old.len() && p == new.len() {
         return None;
     }
-    let (p, s) = common_ends(old, new, |a, b| a == b);
     let (om, nm) = (&old[p..old.len() - s], &new[p..new.len() - s]);
     let mut count: HashMap<&K, i64, Quick> = HashMap::default();
     for k in om {
@@ -637,13 +638,17 @@ impl Verifier {
         for name in dirty.devices.iter().filter(|d| is_device(&artifacts, d)) {
             let (of, nf_) = (self.artifacts.flows.get(name), artifacts.flows.get(name));
             let (og, ng) = (self.artifacts.groups.get(name), artifacts.groups.get(name));
-            let same_text = same(of, nf_, same_flow_text) && same(og, ng, same_group_text);
-            let same_at = same(of, nf_, |a, b| a.at == b.at) && same(og, ng, |a, b| a.at == b.at);
-            if same_text && same_at {
+            // one pass over the flows' text: the keys are what
+            // `same_flow_text` compares, so no move is the same text
+            let moved = positions(&flow_keys(of), &flow_keys(nf_));
+            let same_text = moved.is_none() && same(og, ng, same_group_text);
+            let same_at = same_text
+                && same(of, nf_, |a, b| a.at == b.at)
+                && same(og, ng, |a, b| a.at == b.at);
+            if same_at {
                 continue;
             }
             let old_accept = self.net.accepts(name).cloned();
-            let moved = positions(&flow_keys(of), &flow_keys(nf_));
             let bc = if same_text {
                 BridgeChange::default()
             } else {
@@ -681,6 +686,11 @@ impl Verifier {
             ch.bridges.insert(name.clone(), bc);
         }
         laps.lap(&mut up, "bridges");
+        // each dirty relation's rows paired once, for the model and the table checks
+        // (the generation before is taken out while they borrow it, and
+        // put back if the model refuses the new rows)
+        let before = std::mem::take(&mut self.artifacts);
+        let moves = RowMoves::new(&before, &artifacts, dirty);
         // load balancers
         // (not compared again: a dirty relation whose rows are the same
         // reloads to the same model, and the positions to the identity)
@@ -691,10 +701,14 @@ impl Verifier {
             .any(|r| dirty.relation(r));
         if lb_changed {
             // only the rows that differ are read (`lb.rs`)
-            let lc = self
-                .net
-                .lb
-                .update(&self.artifacts, &artifacts, |r| dirty.relation(r))?;
+            let lc = match self.net.lb.update(&moves) {
+                Ok(lc) => lc,
+                Err(e) => {
+                    drop(moves);
+                    self.artifacts = before;
+                    return Err(e.into());
+                }
+            };
             for (i, a) in lc.instances {
                 ch.instances.entry(i).or_default().insert(a);
             }
@@ -867,7 +881,7 @@ impl Verifier {
         let emptied = self.policy.vms.is_empty() != policy.vms.is_empty();
         let touched = Touched {
             dirty,
-            old: &self.artifacts,
+            moves: &moves,
             vms: !same_vms,
             vm_addrs: (!emptied).then_some(&ch.vm_addrs),
             vm_tenants: (!emptied).then_some(&ch.tenants),
@@ -881,10 +895,9 @@ impl Verifier {
             up.steps.insert(check, *ms);
         }
         up.tables_millis = t2.elapsed().as_secs_f64() * 1e3;
-        let old = (
-            std::mem::replace(&mut self.artifacts, artifacts),
-            std::mem::replace(&mut self.policy, policy),
-        );
+        drop(moves);
+        self.artifacts = artifacts;
+        let old = (before, std::mem::replace(&mut self.policy, policy));
         // freeing the last generation (every flow's text: a quarter of an
         // update at 1k VMs) is not part of verifying this one
         std::thread::spawn(move || drop(old));

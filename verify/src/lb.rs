@@ -21,6 +21,7 @@
 use crate::artifacts::{Artifacts, Row};
 use crate::network::{row_err, ModelError};
 use crate::ofctl::{parse_ip, parse_mac};
+use crate::row_moves::{Moves, RowMoves};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The relations whose rows a path can name, in row-id order.
@@ -309,31 +310,28 @@ impl Lb {
         }
     }
 
-    /// Moves the model from `old` (what it was built from) to `new`, where
-    /// only the relations `dirty` names may differ; what changed.
-    pub fn update(
-        &mut self,
-        old: &Artifacts,
-        new: &Artifacts,
-        dirty: impl Fn(&str) -> bool,
-    ) -> Result<LbChange, ModelError> {
+    /// Moves the model from `moves.old` (what it was built from) to
+    /// `moves.new`, where only the relations `moves` takes as dirty may
+    /// differ (their row pairings are shared with the table checks); what
+    /// changed.
+    pub fn update(&mut self, moves: &RowMoves) -> Result<LbChange, ModelError> {
+        let (old, new) = (moves.old, moves.new);
         if self.duplicate {
             return self.rebuild(old, new);
         }
         let mut ch = LbChange::default();
         // per relation: old index → new, and the rows added
-        let mut pos: Vec<Option<Vec<Option<u32>>>> = Vec::with_capacity(7);
+        let mut pos: Vec<Option<Moves>> = Vec::with_capacity(7);
         let mut added: Vec<Vec<usize>> = Vec::with_capacity(7);
         let mut new_base = [0u32; 8];
         for (k, rel) in ROW_RELATIONS.iter().enumerate() {
-            let (o, n) = (old.rows(rel), new.rows(rel));
+            let n = new.rows(rel);
             new_base[k + 1] = new_base[k] + n.len() as u32;
-            if !dirty(rel) {
+            let Some(p) = moves.of(rel) else {
                 pos.push(None);
                 added.push(Vec::new());
                 continue;
-            }
-            let p = row_positions(o, n);
+            };
             let mut hit = vec![false; n.len()];
             for j in p.iter().flatten() {
                 hit[*j as usize] = true;
@@ -421,7 +419,7 @@ impl Lb {
                 }
             }
         }
-        if dirty("p4_announce") {
+        if moves.dirty("p4_announce") {
             let now = announced(new);
             for a in self.announced.keys().chain(now.keys()) {
                 if self.announced.get(a) != now.get(a) {
@@ -727,7 +725,7 @@ mod tests {
             let (old, new) = (artifacts(&rows), artifacts(&next));
             let mut lb = Lb::build(&old).unwrap();
             let before = Lb::build(&old).unwrap();
-            let ch = lb.update(&old, &new, |_| true).unwrap();
+            let ch = lb.update(&RowMoves::every(&old, &new)).unwrap();
             let fresh = Lb::build(&new).unwrap();
             same_model(&lb, &fresh)?;
             if let Some(g) = &ch.renumber {
@@ -768,7 +766,7 @@ mod tests {
         let old = artifacts(&[(0, [0, 0, 0, 0]), (0, [0, 1, 0, 0]), (0, [0, 2, 0, 0])]);
         let new = artifacts(&[(0, [0, 1, 0, 0]), (0, [0, 2, 0, 0])]);
         let mut lb = Lb::build(&old).unwrap();
-        let ch = lb.update(&old, &new, |_| true).unwrap();
+        let ch = lb.update(&RowMoves::every(&old, &new)).unwrap();
         assert_eq!(ch.renumber, Some(vec![None, Some(0), Some(1)]));
         let (_, r) = lb.row(&new, 1).unwrap();
         assert_eq!((r.vals[2].as_str(), r.at.as_str()), ("100.64.0.3", "f:2"));

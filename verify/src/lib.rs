@@ -57,6 +57,7 @@ pub mod policy;
 pub mod predict;
 mod readers;
 pub mod report;
+pub mod row_moves;
 pub mod space;
 pub mod table_recheck;
 pub mod tables;

@@ -10,7 +10,7 @@
 //!
 //! - AFF-1's vectors: [`tables::AFF1_VECTOR_RELATIONS`] only, and per
 //!   endpoint: re-run for the endpoints of the rows added or removed
-//!   (`lb::row_positions`; findings kept per endpoint, each row's endpoint
+//!   (`Touched::moves`; findings kept per endpoint, each row's endpoint
 //!   parsed once and moved with the rows);
 //! - AFF-1's member tunnels: [`tables::AFF1_TUNNEL_RELATIONS`], the VMs and
 //!   the underlay, per row: re-run for rows added and rows naming a changed
@@ -20,7 +20,8 @@
 //!   flows (kept per device, re-read for the dirty devices), the underlay,
 //!   and of the VMs only those with a SNAT owner's (VNI, address) or a
 //!   SNAT range's tenant ([`tables::aff4_vm_reads`]);
-//! - CAP-1: [`tables::CAP1_RELATIONS`] and the capacities;
+//! - CAP-1: [`tables::CAP1_RELATIONS`] and the capacities (each
+//!   switch's table use kept, moved by the rows added and removed);
 //! - AFF-3: the whole network (it traces NF taps); re-run whenever either
 //!   generation has taps, else vacuous (which bridges have taps is kept,
 //!   re-read for the dirty devices: a scan of every flow was most of an
@@ -31,6 +32,7 @@ use crate::dirty::Dirty;
 use crate::network::Network;
 use crate::policy::Policy;
 use crate::report::Counterexample;
+use crate::row_moves::RowMoves;
 use crate::tables::{self, Endpoint, Grant};
 use crate::{nf, TableFindings};
 use std::collections::{BTreeMap, BTreeSet};
@@ -38,8 +40,9 @@ use std::collections::{BTreeMap, BTreeSet};
 /// What of a generation an update may have changed, for the table checks.
 pub struct Touched<'a> {
     pub dirty: &'a Dirty,
-    /// The generation before the update (what the dirty devices held).
-    pub old: &'a Artifacts,
+    /// The dirty relations' rows paired, old → new (shared with the
+    /// load-balancer model; `moves.old` is the generation before).
+    pub moves: &'a RowMoves<'a>,
     /// Some VM's record (tenant, name, VNI, MAC, address, host, port) or
     /// the VMs' order differ.
     pub vms: bool,
@@ -74,6 +77,9 @@ pub struct TableChecks {
     aff3: Vec<Counterexample>,
     aff4: Vec<Counterexample>,
     cap1: Vec<Counterexample>,
+    /// Each switch's CAP-1 table use, moved by the rows added and removed
+    /// (a fresh count reads every P4 row: tens of thousands at 10k VMs).
+    cap_use: tables::CapUse,
     /// The SNAT grants of each bridge's flows, by device (in device order).
     snat: BTreeMap<String, Vec<Grant>>,
     /// What AFF-4 reads of the VMs ([`tables::aff4_vm_reads`]): a VM
@@ -84,7 +90,7 @@ pub struct TableChecks {
     tapped: BTreeSet<String>,
     /// Which checks the last update ran again.
     pub rerun: Vec<&'static str>,
-    /// What each of them took (ms).
+    /// What each of them took (ms), and the steps outside them.
     pub rerun_millis: Vec<(&'static str, f64)>,
 }
 
@@ -93,6 +99,7 @@ impl TableChecks {
     pub fn new(net: &Network, a: &Artifacts, p: &Policy, limit: usize) -> TableChecks {
         let snat = grants_by_device(a);
         let (aff4_owners, aff4_tenants) = tables::aff4_vm_reads(a);
+        let cap_use = tables::cap1_use(a);
         TableChecks {
             aff1_vectors: tables::aff1_vectors_by_endpoint(a, None, None),
             endpoints: tables::row_endpoints(a),
@@ -100,7 +107,8 @@ impl TableChecks {
             members: tunnel_members(a),
             aff3: nf::aff3(net, p, limit),
             aff4: tables::aff4_with(a, p, snat.values().flatten()),
-            cap1: tables::cap1(a, p),
+            cap1: tables::cap1_of(&cap_use, p),
+            cap_use,
             snat,
             aff4_owners,
             aff4_tenants,
@@ -127,11 +135,10 @@ impl TableChecks {
             // all read again)
             let mut eps = BTreeSet::new();
             for (k, rel) in tables::AFF1_VECTOR_RELATIONS.iter().enumerate() {
-                if !t.dirty.relation(rel) {
+                let Some(pos) = t.moves.of(rel) else {
                     continue;
-                }
+                };
                 let rows = a.rows(rel);
-                let pos = crate::lb::row_positions(t.old.rows(rel), rows);
                 let (was, mut now) = (&self.endpoints[k], vec![None; rows.len()]);
                 let mut hit = vec![false; rows.len()];
                 let (mut last, mut in_order) = (None, true);
@@ -187,6 +194,7 @@ impl TableChecks {
             };
             grants_changed |= before.unwrap_or_default() != now.unwrap_or_default();
         }
+        self.lap("SNAT grants of dirty bridges", &mut t0);
         let aff4_rows = t.any(&tables::AFF4_RELATIONS);
         // AFF-4 reads a VM by its (VNI, address) or its tenant
         let aff4_vms = t.vms
@@ -204,8 +212,12 @@ impl TableChecks {
             self.aff4 = tables::aff4_with(a, p, self.snat.values().flatten());
             self.ran("AFF-4", &mut t0);
         }
-        if t.capacity || t.any(&tables::CAP1_RELATIONS) {
-            self.cap1 = tables::cap1(a, p);
+        let cap_rows = t.any(&tables::CAP1_RELATIONS);
+        if cap_rows {
+            tables::move_cap_use(&mut self.cap_use, t.moves);
+        }
+        if t.capacity || cap_rows {
+            self.cap1 = tables::cap1_of(&self.cap_use, p);
             self.ran("CAP-1", &mut t0);
         }
         for dev in &t.dirty.devices {
@@ -214,6 +226,7 @@ impl TableChecks {
                 None => self.tapped.remove(dev),
             };
         }
+        self.lap("NF taps of dirty bridges", &mut t0);
         // AFF-3 reads paths through the whole network: vacuous without taps
         if !self.tapped.is_empty() || !self.aff3.is_empty() {
             self.aff3 = nf::aff3(net, p, limit);
@@ -223,10 +236,15 @@ impl TableChecks {
 
     /// Notes that `check` ran again, and its time since `t0` (then now).
     fn ran(&mut self, check: &'static str, t0: &mut std::time::Instant) {
-        let now = std::time::Instant::now();
         self.rerun.push(check);
+        self.lap(check, t0);
+    }
+
+    /// Notes the time of `step` since `t0` (then now).
+    fn lap(&mut self, step: &'static str, t0: &mut std::time::Instant) {
+        let now = std::time::Instant::now();
         self.rerun_millis
-            .push((check, (now - *t0).as_secs_f64() * 1e3));
+            .push((step, (now - *t0).as_secs_f64() * 1e3));
         *t0 = now;
     }
 
@@ -272,12 +290,11 @@ impl TableChecks {
         let Some(addrs) = t.vm_addrs.filter(|_| !t.underlay) else {
             return false;
         };
-        let mut moved: [Option<Vec<Option<u32>>>; 2] = [None, None];
+        let mut moved: [Option<crate::row_moves::Moves>; 2] = [None, None];
         let mut redo: BTreeSet<(usize, u32)> = BTreeSet::new();
         for (k, rel) in tables::AFF1_TUNNEL_RELATIONS.iter().enumerate() {
             let rows = a.rows(rel);
-            if t.dirty.relation(rel) {
-                let pos = crate::lb::row_positions(t.old.rows(rel), rows);
+            if let Some(pos) = t.moves.of(rel) {
                 let mut hit = vec![false; rows.len()];
                 let mut members = vec![None; rows.len()];
                 let mut last = None;

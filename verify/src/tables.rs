@@ -571,20 +571,95 @@ pub const CAP1_RELATIONS: [&str; 5] = [
     "p4_tunnel",
 ];
 
-/// CAP-1: P4 table use per switch within the declared capacity.
-pub fn cap1(a: &Artifacts, policy: &Policy) -> Vec<Counterexample> {
-    let mut use_: BTreeMap<&str, [u64; 3]> = BTreeMap::new();
-    for (rel, t) in [
-        ("p4_vip", 0),
-        ("p4_vip_local", 0),
-        ("p4_ecmp_member", 1),
-        ("p4_ecmp_member_local", 1),
-        ("p4_tunnel", 2),
-    ] {
+/// Which CAP-1 table (0 host, 1 ECMP, 2 tunnel) a row of a relation of
+/// [`CAP1_RELATIONS`] takes an entry of.
+pub fn cap1_table(rel: &str) -> Option<usize> {
+    match rel {
+        "p4_vip" | "p4_vip_local" => Some(0),
+        "p4_ecmp_member" | "p4_ecmp_member_local" => Some(1),
+        "p4_tunnel" => Some(2),
+        _ => None,
+    }
+}
+
+/// Per switch, the entries its rows take of each CAP-1 table: what
+/// [`cap1`] compares with the capacities (kept across updates by
+/// `table_recheck.rs`, moved by the rows added and removed).
+pub type CapUse = BTreeMap<String, [u64; 3]>;
+
+/// The switch a CAP-1 row is of.
+pub fn cap1_switch(r: &Row) -> &str {
+    r.vals.first().map_or("", String::as_str)
+}
+
+/// [`CapUse`] of a generation.
+pub fn cap1_use(a: &Artifacts) -> CapUse {
+    let mut use_ = CapUse::new();
+    for rel in CAP1_RELATIONS {
+        let Some(t) = cap1_table(rel) else { continue };
         for r in a.rows(rel) {
-            use_.entry(r.vals[0].as_str()).or_default()[t] += 1;
+            match use_.get_mut(cap1_switch(r)) {
+                Some(u) => u[t] += 1,
+                None => {
+                    let mut u = [0; 3];
+                    u[t] = 1;
+                    use_.insert(cap1_switch(r).to_string(), u);
+                }
+            }
         }
     }
+    use_
+}
+
+/// `use_` (of `moves.old`) moved to `moves.new`: the rows of the dirty
+/// CAP-1 relations removed no longer count, the rows added do (a row
+/// paired with one of the new generation has its values, so its switch
+/// and table); a switch left with no entries is dropped, as
+/// [`cap1_use`] of the new generation would not list it.
+pub fn move_cap_use(use_: &mut CapUse, moves: &crate::row_moves::RowMoves) {
+    let mut count = |r: &Row, k: usize, add: bool| {
+        let sw = cap1_switch(r);
+        if !use_.contains_key(sw) {
+            use_.insert(sw.to_string(), [0; 3]);
+        }
+        if let Some(u) = use_.get_mut(sw) {
+            u[k] = if add {
+                u[k] + 1
+            } else {
+                u[k].saturating_sub(1)
+            };
+            if *u == [0; 3] {
+                use_.remove(sw);
+            }
+        }
+    };
+    for rel in CAP1_RELATIONS {
+        let (Some(pos), Some(k)) = (moves.of(rel), cap1_table(rel)) else {
+            continue;
+        };
+        let (old, new) = (moves.old.rows(rel), moves.new.rows(rel));
+        let mut hit = vec![false; new.len()];
+        for (i, j) in pos.iter().enumerate() {
+            match j {
+                Some(j) => hit[*j as usize] = true,
+                None => count(&old[i], k, false),
+            }
+        }
+        for (j, r) in new.iter().enumerate() {
+            if !hit[j] {
+                count(r, k, true);
+            }
+        }
+    }
+}
+
+/// CAP-1: P4 table use per switch within the declared capacity.
+pub fn cap1(a: &Artifacts, policy: &Policy) -> Vec<Counterexample> {
+    cap1_of(&cap1_use(a), policy)
+}
+
+/// [`cap1`] given the table use (a switch of no entries finds nothing).
+pub fn cap1_of(use_: &CapUse, policy: &Policy) -> Vec<Counterexample> {
     let mut out = Vec::new();
     for (sw, u) in use_ {
         let Some(&(h, e, t)) = policy.capacity.get(sw) else {
@@ -688,4 +763,41 @@ pub fn aff2(old: &Artifacts, new: &Artifacts) -> (Vec<Counterexample>, Vec<Strin
         }
     }
     (out, lines)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A generation whose CAP-1 relations hold these rows (relation,
+    /// switch and value): few switches and values, so rows repeat and
+    /// counts move up and down on each.
+    fn p4_rows(rows: &[(usize, u8)]) -> Artifacts {
+        let mut a = Artifacts::default();
+        for (j, (k, sw)) in rows.iter().enumerate() {
+            let rel = CAP1_RELATIONS[k % CAP1_RELATIONS.len()];
+            a.relations.entry(rel.to_string()).or_default().push(Row {
+                vals: vec![format!("tor-{}", sw % 3), (sw / 3).to_string()],
+                at: format!("f:{j}"),
+            });
+        }
+        a
+    }
+
+    proptest! {
+        /// The kept table use, moved by an update's rows added and
+        /// removed, equals a fresh count of the new generation.
+        #[test]
+        fn moved_cap_use_equals_a_fresh_count(
+            rows in proptest::collection::vec((0usize..5, 0u8..9), 0..30),
+            edits in proptest::collection::vec(
+                (0usize..40, proptest::option::of((0usize..5, 0u8..9))), 1..6),
+        ) {
+            let (old, new) = (p4_rows(&rows), p4_rows(&crate::edited(&rows, edits)));
+            let mut use_ = cap1_use(&old);
+            move_cap_use(&mut use_, &crate::row_moves::RowMoves::every(&old, &new));
+            prop_assert_eq!(use_, cap1_use(&new));
+        }
+    }
 }
