@@ -332,9 +332,14 @@ impl TableChecks {
                 (!redo.contains(&(k, j))).then_some((k, j, c))
             })
             .collect();
-        // the policy's lookups (every VM hashed) only for rows to check
+        // the policy's lookups only for rows to check, and only of their members
         if !redo.is_empty() {
-            let check = tables::TunnelCheck::new(p);
+            let rows = |k: usize| a.rows(tables::AFF1_TUNNEL_RELATIONS[k]);
+            let members: BTreeSet<(u64, u32)> = redo
+                .iter()
+                .filter_map(|&(k, j)| tables::tunnel_member(&rows(k)[j as usize]))
+                .collect();
+            let check = tables::TunnelCheck::for_members(p, &members);
             for &(k, j) in &redo {
                 let rel = tables::AFF1_TUNNEL_RELATIONS[k];
                 let found = check.row(rel, &a.rows(rel)[j as usize]);

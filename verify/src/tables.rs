@@ -301,12 +301,37 @@ pub struct TunnelCheck<'p> {
 impl<'p> TunnelCheck<'p> {
     pub fn new(policy: &'p Policy) -> TunnelCheck<'p> {
         TunnelCheck {
+            by_addr: vms_by_addr(policy),
+            ..TunnelCheck::new_without_vms(policy)
+        }
+    }
+
+    /// A check of only the rows whose member is in `members` (what
+    /// [`tunnel_member`] reads): the VMs looked up are those, found by one
+    /// scan of numbers instead of hashing every VM (an update re-checks
+    /// the few rows of a changed VM).
+    pub fn for_members(policy: &'p Policy, members: &BTreeSet<(u64, u32)>) -> TunnelCheck<'p> {
+        let mut by_addr = std::collections::HashMap::new();
+        for v in &policy.vms {
+            if members.contains(&(v.vni, v.ip)) {
+                // the first one wins, as in `vms_by_addr`
+                by_addr.entry((v.vni, v.ip)).or_insert(v);
+            }
+        }
+        TunnelCheck {
+            by_addr,
+            ..TunnelCheck::new_without_vms(policy)
+        }
+    }
+
+    fn new_without_vms(policy: &'p Policy) -> TunnelCheck<'p> {
+        TunnelCheck {
             host_ip: policy
                 .underlay
                 .iter()
                 .map(|(ip, d)| (d.as_str(), *ip))
                 .collect(),
-            by_addr: vms_by_addr(policy),
+            by_addr: std::collections::HashMap::new(),
             any_vm: !policy.vms.is_empty(),
         }
     }
