@@ -152,10 +152,24 @@ pub struct Reads {
 impl Reads {
     pub fn merge(&mut self, other: Reads) {
         for (k, b) in other.tables {
-            union_into(&mut self.tables, k, &b);
+            union_moved_into(&mut self.tables, k, b);
         }
         for (g, b) in other.groups {
-            union_into(&mut self.groups, g, &b);
+            union_moved_into(&mut self.groups, g, b);
+        }
+    }
+}
+
+/// `m[k] ∪= b`, `b` moved in when `m` has no `k` (a merged footprint's
+/// new reads: no copy of the set).
+pub fn union_moved_into<K: Ord>(m: &mut BTreeMap<K, Bdd>, k: K, b: Bdd) {
+    match m.entry(k) {
+        std::collections::btree_map::Entry::Occupied(mut e) => {
+            let u = e.get().or(&b);
+            e.insert(u);
+        }
+        std::collections::btree_map::Entry::Vacant(e) => {
+            e.insert(b);
         }
     }
 }

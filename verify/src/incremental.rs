@@ -1018,7 +1018,7 @@ fn kept_checks(
         if b.is_false() {
             continue;
         }
-        crate::bridge::union_into(&mut delivered, moved(i)?, &b);
+        crate::bridge::union_moved_into(&mut delivered, moved(i)?, b);
     }
     Some(checks::OutcomeChecks {
         violations,

@@ -13,7 +13,9 @@
 //! trusted: VXLAN reaches a bridge only from netc's devices.
 
 use crate::artifacts::{Artifacts, Row};
-use crate::bridge::{union_into, Bridge, End, FlowError, Hop, Outcome, Pkt, Reads, Val};
+use crate::bridge::{
+    union_into, union_moved_into, Bridge, End, FlowError, Hop, Outcome, Pkt, Reads, Val,
+};
 use crate::lb::Lb;
 use crate::ofctl::{Action, Constraint};
 use crate::policy::{Policy, Vm};
@@ -85,13 +87,13 @@ impl Footprint {
             self.bridges.entry(name).or_default().merge(r);
         }
         for (a, b) in other.addresses {
-            union_into(&mut self.addresses, a, &b);
+            union_moved_into(&mut self.addresses, a, b);
         }
         for (i, b) in other.instances {
-            union_into(&mut self.instances, i, &b);
+            union_moved_into(&mut self.instances, i, b);
         }
         for (t, b) in other.fanout {
-            union_into(&mut self.fanout, t, &b);
+            union_moved_into(&mut self.fanout, t, b);
         }
         self.ports.extend(other.ports);
     }
