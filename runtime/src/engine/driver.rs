@@ -527,6 +527,10 @@ fn run_epoch(
     let (index, peers) = (worker.index(), worker.peers());
     let stamp = epoch + 1;
     b.stamp.set(stamp);
+    if let Some(t) = b.trace.as_mut() {
+        t.epoch_start();
+        t.base_fed(&b.map, data, peers);
+    }
     let mut has_base = vec![false; b.pieces.len()];
     for (i, (rel, t, d)) in data.iter().enumerate() {
         let mine = i % peers == index;
@@ -557,10 +561,7 @@ fn run_epoch(
         if piece.time > 0 && !has_base && !dirty {
             continue;
         }
-        let started = b
-            .trace
-            .as_ref()
-            .map(|_| (Instant::now(), b.counters.records.get()));
+        let started = b.trace.as_ref().map(|t| t.start(b.counters.records.get()));
         let mut steps = 0u32;
         piece.time += 1;
         let next = piece.time;
@@ -574,15 +575,10 @@ fn run_epoch(
             steps += 1;
         }
         let mut out = std::mem::take(&mut *piece.captured.borrow_mut());
-        if let (Some(t), Some((at, records))) = (b.trace.as_mut(), started) {
-            t.piece(
-                p,
-                piece.operators,
-                steps,
-                b.counters.records.get() - records,
-                out.len(),
-                at,
-            );
+        if let (Some(t), Some(start)) = (b.trace.as_mut(), started) {
+            let records = b.counters.records.get();
+            t.piece(p, piece.operators, steps, records, out.len(), start);
+            t.derived_fed(&b.map, p, &out);
         }
         for (rel, t, d) in &out {
             for &q in b.map.targets(p, *rel) {
