@@ -76,36 +76,48 @@ pub fn group_by_device(
 ) -> BTreeMap<String, DeviceRows> {
     let mut out: BTreeMap<String, DeviceRows> = BTreeMap::new();
     for &r in relations {
-        let rel = &plan.relations[r];
-        let Some(loc) = rel.location else { continue };
-        // A relation's rows come in runs of one device (its rows are sorted,
-        // and the location is most often column 0): look the device up once
-        // per run, not once per row, and allocate its name once per device.
-        let mut run: Option<(Value, &mut Vec<Row>)> = None;
-        for row in contents(r) {
-            let key = row[loc];
-            match &mut run {
-                Some((device, rows)) if *device == key => rows.push(row),
-                _ => {
-                    let name = match &key {
-                        Value::Symbol(s) => s.as_str().to_string(),
-                        other => other.to_string(),
-                    };
-                    let rows = out
-                        .entry(name)
-                        .or_default()
-                        .entry(rel.name.clone())
-                        .or_default();
-                    rows.push(row);
-                    run = Some((key, rows));
-                }
+        group_into(&mut out, plan, r, contents(r));
+    }
+    sort_groups(&mut out);
+    out
+}
+
+/// [`group_by_device`] one relation at a time: adds relation `r`'s `rows`
+/// to `out` (moved, not copied); [`sort_groups`] once all are in.
+pub fn group_into(out: &mut BTreeMap<String, DeviceRows>, plan: &Plan, r: RelId, rows: Vec<Row>) {
+    let rel = &plan.relations[r];
+    let Some(loc) = rel.location else { return };
+    // A relation's rows come in runs of one device (its rows are sorted,
+    // and the location is most often column 0): look the device up once
+    // per run, not once per row, and allocate its name once per device.
+    let mut run: Option<(Value, &mut Vec<Row>)> = None;
+    for row in rows {
+        let key = row[loc];
+        match &mut run {
+            Some((device, rows)) if *device == key => rows.push(row),
+            _ => {
+                let name = match &key {
+                    Value::Symbol(s) => s.text().to_string(),
+                    other => other.to_string(),
+                };
+                let rows = out
+                    .entry(name)
+                    .or_default()
+                    .entry(rel.name.clone())
+                    .or_default();
+                rows.push(row);
+                run = Some((key, rows));
             }
         }
     }
+}
+
+/// Sorts each device's rows of each relation (a no-op pass when they came
+/// sorted, as `Engine::contents` gives them).
+pub fn sort_groups(out: &mut BTreeMap<String, DeviceRows>) {
     for rows in out.values_mut().flat_map(|d| d.values_mut()) {
         rows.sort();
     }
-    out
 }
 
 /// Renders every device with every target that consumes some of its rows.

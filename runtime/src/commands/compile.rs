@@ -9,7 +9,6 @@
 
 use super::{evaluate_intent_beside, output, EvaluatedIntent, Outcome};
 use crate::intent::{self, timings::Mark, Timings};
-use netc_compiler::plan::RelId;
 use std::path::{Path, PathBuf};
 
 pub struct CompileArgs<'a> {
@@ -24,24 +23,14 @@ pub struct CompileArgs<'a> {
 pub fn run(args: CompileArgs) -> Outcome {
     let mut timings = Timings::start();
     let stages = output::Stages::start("compile", "compiling the rules and evaluating the intent");
-    // The output directory is begun now, so that the dumps of the relations
-    // the placement cannot change are written while it is computed; if it
-    // cannot be made, that is reported where the outputs are written.
+    // The output directory is begun now, so that what the placement cannot
+    // change is dumped and rendered while it is computed (`write_early`);
+    // if it cannot be made, that is reported where the outputs are written.
     let staging = intent::Staging::begin(args.out);
-    let early = staging.as_ref().ok().map(|s| s.dir().to_path_buf());
-    let beside = |b: intent::Beside<'_>| {
-        let Some(dir) = &early else {
-            return Default::default();
-        };
-        let mut todo: Vec<(usize, RelId)> = intent::located_outputs(b.plan)
-            .into_iter()
-            .filter(|&r| b.settled[r])
-            .map(|r| (b.view.len(r), r))
-            .collect();
-        // Largest first: the placement's commit waits for the dump under way.
-        todo.sort_by(|x, y| y.cmp(x));
-        let todo: Vec<RelId> = todo.into_iter().map(|(_, r)| r).collect();
-        intent::dump_settled(b.plan, b.view, dir, &todo, b.stop)
+    let early_dir = staging.as_ref().ok().map(|s| s.dir().to_path_buf());
+    let beside = |b: intent::Beside<'_>| match &early_dir {
+        Some(dir) => intent::write_early(b.plan, b.view, dir, b.settled),
+        None => intent::Early::none(),
     };
     let (
         EvaluatedIntent {
@@ -50,15 +39,17 @@ pub fn run(args: CompileArgs) -> Outcome {
             mut engine,
             findings,
         },
-        (dumped, beside_parts),
+        mut early,
     ) = match evaluate_intent_beside(args.intent, args.rules, args.workers, &mut timings, beside) {
         Ok(e) => e,
         Err(outcome) => return outcome,
     };
     if let Some(phase) = timings.phase_mut("placement") {
-        phase.parts = beside_parts;
+        phase.parts = std::mem::take(&mut early.parts);
     }
     if !findings.is_empty() {
+        // Stop the early renderer before the staging directory is removed.
+        drop(early);
         drop(stages);
         output::hold_findings(&findings, &c.sources);
         for f in &findings {
@@ -80,7 +71,7 @@ pub fn run(args: CompileArgs) -> Outcome {
     let mut built = None;
     stages.set("rendering and writing the device artifacts");
     let result = staging.and_then(|staging| {
-        match intent::write_outputs(&plan, &engine, staging.dir(), &dumped) {
+        match intent::write_outputs(&plan, &engine, staging.dir(), early) {
             Ok(w) => written = w,
             Err(intent::ArtifactError::Io(e)) => return Err(e),
             Err(intent::ArtifactError::Render(e)) => {

@@ -13,11 +13,13 @@
 //! 5. [`write_artifacts`]: the device targets (`netc_targets`) render each
 //!    device's rows into `OUT/ovs/`, `OUT/p4/`, `OUT/host/`.
 //!
-//! [`write_outputs`] (`netc compile`) does 4 and 5 at once, on both cores
-//! (`output.rs`); [`write_atomically`] replaces the output directory as a
-//! whole. `timings.rs` is `netc compile --timings`: each step's wall and CPU
-//! time. `settled.rs`: the relations the placement's commit cannot change,
-//! which [`evaluate_beside`] lets a second thread write out meanwhile.
+//! [`write_early`] and [`write_outputs`] (`netc compile`) do 4 and 5 at
+//! once, on both cores, reading each relation once (`output.rs`);
+//! [`write_atomically`] replaces the output directory as a whole.
+//! `timings.rs` is `netc compile --timings`: each step's wall and CPU time.
+//! `settled.rs`: the relations the placement's commit cannot change, which
+//! [`evaluate_beside`] lets a second thread dump, and their targets render,
+//! meanwhile.
 
 pub mod findings;
 pub mod output;
@@ -29,8 +31,8 @@ use crate::engine::{Engine, EngineError};
 use netc_compiler::plan::{Plan, RelId};
 use netc_compiler::{compile_inputs, Compilation, SourceInput};
 pub use output::{
-    dump_settled, write_artifacts, write_atomically, write_outputs, write_relations, ArtifactError,
-    Staging, Written,
+    write_artifacts, write_atomically, write_early, write_outputs, write_relations, ArtifactError,
+    Early, Staging, Written,
 };
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -1,14 +1,20 @@
 //! Writing an evaluated intent's outputs: the relation dumps, each device's
 //! artifacts, and the directory that holds them replaced as a whole.
 //!
-//! - [`write_outputs`] (`netc compile`, after the dataflow is released, so
-//!   both cores are free): the dumps on a second thread; the artifacts
-//!   target by target, rows grouped by device on the calling thread, then
-//!   the devices rendered and written by two threads that take them in
-//!   order from one counter ([`render_devices`]). Same files, same bytes as
-//!   one thread, and the same error: the first device in order that fails;
-//! - [`dump_settled`]: the dumps of the relations no later commit changes,
-//!   written while the placement is computed (`intent::evaluate_beside`);
+//! - [`write_early`] (`netc compile`, on a second core while the placement
+//!   is computed): every relation the placement's commit cannot change
+//!   (`settled.rs`) is read once, dumped, and grouped by device for the
+//!   targets that read only such relations (OVS, host agents); their
+//!   devices go on a [`Board`] that a thread of its own starts rendering
+//!   and writing at once, and goes on with after the placement;
+//! - [`write_outputs`] (after the dataflow is released): the rest — the
+//!   relations still to dump and the targets still to render (P4, which
+//!   reads `vip_placement`), each relation read once — then this thread
+//!   renders from the board beside that one (or beside a helper when there
+//!   is none) until every device is written. A target's devices are taken
+//!   in order from one counter ([`render_devices`]): same files, same bytes
+//!   as one thread, and the same error — the first target in order with a
+//!   failing device, and its first failing device in order;
 //! - [`write_relations`] / [`write_artifacts`]: each alone, on one thread;
 //! - [`write_atomically`] ([`Staging`]): a reader never sees a
 //!   half-written directory.
@@ -21,9 +27,10 @@ use crate::io::csv;
 use netc_compiler::plan::{Plan, RelId};
 use netc_compiler::value::Row;
 use netc_targets::{DeviceRows, Renderer};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// What [`write_outputs`] wrote, and where its time went.
 #[derive(Debug, Default)]
@@ -45,43 +52,237 @@ pub enum ArtifactError {
     Io(#[from] std::io::Error),
 }
 
-/// Writes the relation dumps ([`write_relations`]) and the device
-/// artifacts ([`write_artifacts`]) on the calling thread and two more (see
-/// the module map): `netc compile` calls it after releasing the dataflow,
-/// when the workers' cores are idle.
-///
-/// `dumped`: relations whose dump is already in `dir` ([`dump_settled`]).
+/// What [`write_early`] did while the placement was computed, and the
+/// thread still rendering its devices. Dropped without [`write_outputs`]
+/// (a failed compile), it stops that thread and waits for it, so the
+/// staging directory is removed only when nothing writes into it.
+pub struct Early {
+    /// Relations whose dump is written.
+    dumped: Vec<RelId>,
+    /// Targets whose devices are all on the board (`Renderer::name`).
+    boarded: Vec<&'static str>,
+    board: Arc<Board>,
+    /// The thread rendering from the board; returns its parts.
+    renderer: Option<std::thread::JoinHandle<Vec<Part>>>,
+    /// The first dump that could not be written (reported by
+    /// [`write_outputs`]).
+    error: Option<std::io::Error>,
+    /// Reading, dumping and grouping, for `--timings` (the `second`
+    /// thread, during the placement).
+    pub parts: Vec<Part>,
+}
+
+impl Early {
+    /// Nothing written early: [`write_outputs`] does everything.
+    pub fn none() -> Early {
+        Early {
+            dumped: Vec::new(),
+            boarded: Vec::new(),
+            board: Arc::default(),
+            renderer: None,
+            error: None,
+            parts: Vec::new(),
+        }
+    }
+}
+
+impl Default for Early {
+    fn default() -> Early {
+        Early::none()
+    }
+}
+
+impl Drop for Early {
+    fn drop(&mut self) {
+        if let Some(renderer) = self.renderer.take() {
+            self.board.stop.store(true, Ordering::Relaxed);
+            let _ = renderer.join();
+        }
+    }
+}
+
+/// Reads, dumps and groups every located output that `settled` marks
+/// (largest first), then starts a thread rendering the targets that read
+/// only those (see the module map). Returns when every settled relation has
+/// been read: from then on nothing borrows the engine, so the placement's
+/// commit may change it while that thread renders.
+pub fn write_early(
+    plan: &Plan,
+    view: crate::engine::View<'_>,
+    dir: &Path,
+    settled: &[bool],
+) -> Early {
+    let mut early = Early::none();
+    let mut clock = PartClock::new("second");
+    let located = located_outputs(plan);
+    let is_settled = |r: RelId| settled.get(r).copied().unwrap_or(false);
+    // A target is rendered early when every located relation it reads is
+    // settled (and it reads some).
+    let targets: Vec<(usize, Box<dyn Renderer>)> = netc_targets::renderers()
+        .into_iter()
+        .enumerate()
+        .filter(|(_, t)| {
+            let reads: Vec<RelId> = consumed(plan, &located, t.as_ref());
+            !reads.is_empty() && reads.into_iter().all(is_settled)
+        })
+        .collect();
+    let mut todo: Vec<(usize, RelId)> = located
+        .iter()
+        .copied()
+        .filter(|&r| is_settled(r))
+        .map(|r| (view.len(r), r))
+        .collect();
+    todo.sort_by(|x, y| y.cmp(x));
+    let mut grouped: Vec<BTreeMap<String, DeviceRows>> = vec![BTreeMap::new(); targets.len()];
+    let rel_dir = dir.join("relations");
+    if let Err(e) = std::fs::create_dir_all(&rel_dir) {
+        early.error = Some(e);
+    }
+    for (_, r) in todo {
+        let rows = clock.time("read", "read rows (once: dumps and artifacts)", || {
+            view.contents(r)
+        });
+        if early.error.is_none() {
+            match dump(plan, r, &rows, &rel_dir, &mut clock) {
+                Ok(()) => early.dumped.push(r),
+                Err(e) => early.error = Some(e),
+            }
+        }
+        let readers: Vec<usize> = (0..targets.len())
+            .filter(|&t| targets[t].1.consumes(&plan.relations[r].name))
+            .collect();
+        let mut rows = Some(rows);
+        for (k, &t) in readers.iter().enumerate() {
+            let mine = if k + 1 == readers.len() {
+                rows.take().unwrap_or_default()
+            } else {
+                rows.clone().unwrap_or_default()
+            };
+            clock.time("group", "artifacts: group rows by device", || {
+                netc_targets::group_into(&mut grouped[t], plan, r, mine)
+            });
+        }
+    }
+    for ((index, target), mut devices) in targets.into_iter().zip(grouped) {
+        clock.time("group", "artifacts: group rows by device", || {
+            netc_targets::sort_groups(&mut devices);
+        });
+        early.boarded.push(target.name());
+        early.board.push(Job::new(index, target, devices));
+    }
+    early.parts = clock.parts;
+    if early.board.left() > 0 {
+        let (board, dir) = (early.board.clone(), dir.to_path_buf());
+        early.renderer = Some(std::thread::spawn(move || {
+            let mut clock = PartClock::new("second");
+            board.work(&dir, &mut clock);
+            clock.parts
+        }));
+    }
+    early
+}
+
+/// Writes what [`write_early`] left: the remaining relation dumps and the
+/// remaining targets' artifacts, each relation read once, then renders from
+/// the board with the early thread (or a helper) until every device is
+/// written (see the module map): `netc compile` calls it after releasing
+/// the dataflow. `Early::none()`: everything.
 pub fn write_outputs(
     plan: &Plan,
     engine: &Engine,
     dir: &Path,
-    dumped: &[RelId],
+    mut early: Early,
 ) -> Result<Written, ArtifactError> {
+    if let Some(e) = early.error.take() {
+        return Err(e.into());
+    }
     let view = engine.view();
-    std::thread::scope(|s| {
-        let dumps = s.spawn(|| {
-            let mut clock = PartClock::new("second");
-            let todo: Vec<RelId> = located_outputs(plan)
-                .into_iter()
-                .filter(|r| !dumped.contains(r))
-                .collect();
-            let n = relations_into(plan, &todo, |r| view.contents(r), dir, &mut clock)?;
-            Ok::<_, std::io::Error>((n + dumped.len(), clock.parts))
+    let mut clock = PartClock::new("main");
+    let located = located_outputs(plan);
+    let rel_dir = dir.join("relations");
+    std::fs::create_dir_all(&rel_dir)?;
+    let mut to_dump: Vec<RelId> = located
+        .iter()
+        .copied()
+        .filter(|r| !early.dumped.contains(r))
+        .collect();
+    let to_dump_at_first = to_dump.len();
+    for (index, target) in netc_targets::renderers().into_iter().enumerate() {
+        if early.boarded.contains(&target.name()) {
+            continue;
+        }
+        let mut devices = BTreeMap::new();
+        for r in consumed(plan, &located, target.as_ref()) {
+            let rows = read_once(plan, view, r, &mut to_dump, &rel_dir, &mut clock)?;
+            clock.time("group", "artifacts: group rows by device", || {
+                netc_targets::group_into(&mut devices, plan, r, rows)
+            });
+        }
+        clock.time("group", "artifacts: group rows by device", || {
+            netc_targets::sort_groups(&mut devices);
         });
-        let mut clock = PartClock::new("main");
-        let artifacts = artifacts_into(plan, |r| view.contents(r), dir, &mut clock, true);
-        let (relations, dump_parts) = match dumps.join() {
-            Ok(written) => written?,
+        early.board.push(Job::new(index, target, devices));
+    }
+    while let Some(&r) = to_dump.first() {
+        read_once(plan, view, r, &mut to_dump, &rel_dir, &mut clock)?;
+    }
+    let dumped = early.dumped.len() + to_dump_at_first;
+    // Render beside the early thread while it still works, else beside a
+    // helper (when more than one device is left).
+    let renderer = early.renderer.take();
+    let helper_needed = renderer.as_ref().is_none_or(|h| h.is_finished()) && early.board.left() > 1;
+    let board = &early.board;
+    let helper = std::thread::scope(|s| {
+        let helper = helper_needed.then(|| {
+            s.spawn(|| {
+                let mut c = PartClock::new("helper");
+                board.work(dir, &mut c);
+                c
+            })
+        });
+        board.work(dir, &mut clock);
+        helper.map(|h| h.join())
+    });
+    match helper {
+        Some(Ok(c)) => clock.merge(c),
+        Some(Err(panic)) => std::panic::resume_unwind(panic),
+        None => {}
+    }
+    if let Some(r) = renderer {
+        match r.join() {
+            Ok(parts) => parts.into_iter().for_each(|p| clock.absorb(p)),
             Err(panic) => std::panic::resume_unwind(panic),
-        };
-        let mut parts = clock.parts;
-        parts.extend(dump_parts);
-        Ok(Written {
-            relations,
-            artifacts: artifacts?,
-            parts,
-        })
+        }
+    }
+    let (artifacts, failure) = early.board.outcome();
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    Ok(Written {
+        relations: dumped,
+        artifacts,
+        parts: clock.parts,
     })
+}
+
+/// Reads relation `r` (once: a relation still in `to_dump` is dumped on the
+/// way and taken off it) and returns its rows.
+fn read_once(
+    plan: &Plan,
+    view: crate::engine::View<'_>,
+    r: RelId,
+    to_dump: &mut Vec<RelId>,
+    rel_dir: &Path,
+    clock: &mut PartClock,
+) -> std::io::Result<Vec<Row>> {
+    let rows = clock.time("read", "read rows (once: dumps and artifacts)", || {
+        view.contents(r)
+    });
+    if let Some(i) = to_dump.iter().position(|&d| d == r) {
+        to_dump.remove(i);
+        dump(plan, r, &rows, rel_dir, clock)?;
+    }
+    Ok(rows)
 }
 
 /// Writes `dir/relations/<relation>.csv` for every located output relation.
@@ -95,32 +296,32 @@ pub fn write_relations(plan: &Plan, engine: &Engine, dir: &Path) -> std::io::Res
     )
 }
 
-/// Dumps (as [`write_relations`] does) the relations `todo`, in order,
-/// until `stop` is set (checked between relations) or one fails: what
-/// `netc compile` does on a second core while the placement is computed,
-/// with the located outputs no later commit changes, largest first.
-/// Returns the relations dumped and the time it took; a failure only ends
-/// it early (the relations not dumped are left to [`write_outputs`], which
-/// reports failures).
-pub fn dump_settled(
+/// The located relations `target` reads.
+fn consumed(plan: &Plan, located: &[RelId], target: &dyn Renderer) -> Vec<RelId> {
+    located
+        .iter()
+        .copied()
+        .filter(|&r| target.consumes(&plan.relations[r].name))
+        .collect()
+}
+
+/// Formats and writes one relation's dump from its (sorted) rows.
+fn dump(
     plan: &Plan,
-    view: crate::engine::View<'_>,
-    dir: &Path,
-    todo: &[RelId],
-    stop: &AtomicBool,
-) -> (Vec<RelId>, Vec<Part>) {
-    let mut clock = PartClock::new("second");
-    let mut done = Vec::new();
-    for &r in todo {
-        if stop.load(Ordering::Relaxed) {
-            break;
-        }
-        match relations_into(plan, &[r], |r| view.contents(r), dir, &mut clock) {
-            Ok(_) => done.push(r),
-            Err(_) => break,
-        }
-    }
-    (done, clock.parts)
+    r: RelId,
+    rows: &[Row],
+    rel_dir: &Path,
+    clock: &mut PartClock,
+) -> std::io::Result<()> {
+    let text = clock.time("dump_format", "relation dumps: format", || {
+        csv::render_sorted(rows, "\t")
+    });
+    clock.time("dump_write", "relation dumps: write", || {
+        std::fs::write(
+            rel_dir.join(format!("{}.csv", plan.relations[r].name)),
+            text,
+        )
+    })
 }
 
 /// Renders every device's artifacts with every target and writes them under
@@ -133,7 +334,6 @@ pub fn write_artifacts(plan: &Plan, engine: &Engine, dir: &Path) -> Result<usize
         |r| engine.contents(r),
         dir,
         &mut PartClock::new("main"),
-        false,
     )
 }
 
@@ -201,89 +401,65 @@ fn relations_into(
     std::fs::create_dir_all(&rel_dir)?;
     let mut n = 0;
     for &r in relations {
-        let rows = clock.time("dump_read", "relation dumps: read rows", || contents(r));
-        let text = clock.time("dump_format", "relation dumps: format", || {
-            csv::render(&rows, "\t")
+        let rows = clock.time("read", "read rows (once: dumps and artifacts)", || {
+            contents(r)
         });
-        drop(rows);
-        clock.time("dump_write", "relation dumps: write", || {
-            std::fs::write(
-                rel_dir.join(format!("{}.csv", plan.relations[r].name)),
-                text,
-            )
-        })?;
+        dump(plan, r, &rows, &rel_dir, clock)?;
         n += 1;
     }
     Ok(n)
 }
 
-/// The artifacts, target by target; with `two_threads`, each target's
-/// devices are rendered and written by this thread and a helper.
+/// The artifacts, target by target, on this thread.
 fn artifacts_into(
     plan: &Plan,
     contents: impl Fn(RelId) -> Vec<Row>,
     dir: &Path,
     clock: &mut PartClock,
-    two_threads: bool,
 ) -> Result<usize, ArtifactError> {
     let located = located_outputs(plan);
-    let mut written = 0;
-    for target in netc_targets::renderers() {
-        let consumed: Vec<RelId> = located
-            .iter()
-            .copied()
-            .filter(|&r| target.consumes(&plan.relations[r].name))
-            .collect();
-        // Reading a relation's rows happens inside the grouping, one
-        // relation at a time (never every relation's rows at once).
-        let mut read = Span::default();
-        let grouping = Mark::thread();
-        let devices = netc_targets::group_by_device(plan, &consumed, |r| {
-            let mark = Mark::thread();
-            let rows = contents(r);
-            read += mark.span();
-            rows
-        });
-        let grouped = grouping.span();
-        clock.add("read", "artifacts: read rows", read);
-        clock.add(
-            "group",
-            "artifacts: group rows by device",
-            Span {
-                wall: grouped.wall.saturating_sub(read.wall),
-                cpu: grouped.cpu.saturating_sub(read.cpu),
-            },
-        );
-        let devices: Vec<(&String, &DeviceRows)> = devices.iter().collect();
-        let queue = Queue::default();
-        if two_threads && devices.len() > 1 {
-            let helper = std::thread::scope(|s| {
-                let helper = s.spawn(|| {
-                    let mut c = PartClock::new("helper");
-                    render_devices(target.as_ref(), &devices, &queue, dir, &mut c);
-                    c
-                });
-                render_devices(target.as_ref(), &devices, &queue, dir, clock);
-                helper.join()
+    let board = Board::default();
+    for (index, target) in netc_targets::renderers().into_iter().enumerate() {
+        let mut devices = BTreeMap::new();
+        for r in consumed(plan, &located, target.as_ref()) {
+            let rows = clock.time("read", "read rows (once: dumps and artifacts)", || {
+                contents(r)
             });
-            match helper {
-                Ok(c) => clock.merge(c),
-                Err(panic) => std::panic::resume_unwind(panic),
-            }
-        } else {
-            render_devices(target.as_ref(), &devices, &queue, dir, clock);
+            clock.time("group", "artifacts: group rows by device", || {
+                netc_targets::group_into(&mut devices, plan, r, rows)
+            });
         }
-        if let Some((_, e)) = queue.failed.into_inner().unwrap_or_else(|p| p.into_inner()) {
-            return Err(e);
+        netc_targets::sort_groups(&mut devices);
+        board.push(Job::new(index, target, devices));
+        // One target at a time: only its rows are held.
+        board.work(dir, clock);
+        if board.failed() {
+            break;
         }
-        written += queue.written.into_inner();
     }
-    Ok(written)
+    let (written, failure) = board.outcome();
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(written),
+    }
 }
 
-/// The devices of one target, shared by the threads that render them.
+/// The devices of the targets being rendered, shared by the threads that
+/// render them (see the module map).
 #[derive(Default)]
-struct Queue {
+pub struct Board {
+    jobs: Mutex<Vec<Arc<Job>>>,
+    /// Set when the compile is abandoned: no thread takes another device.
+    stop: AtomicBool,
+}
+
+/// One target's devices, in order, each taken by one thread.
+struct Job {
+    /// The target's place in `netc_targets::renderers()`.
+    index: usize,
+    target: Box<dyn Renderer>,
+    /// Taken (and freed once written) by the thread that renders it.
+    devices: Vec<Mutex<Option<(String, DeviceRows)>>>,
     /// The next device to take.
     next: AtomicUsize,
     /// Set at the first failure: no thread takes another device.
@@ -294,27 +470,89 @@ struct Queue {
     written: AtomicUsize,
 }
 
-/// Takes devices in order from `queue` until none is left (or one failed),
-/// rendering each and writing its files. Every device before a failed one
-/// was taken before it, and a thread finishes the device it took, so the
-/// failure kept (the lowest index) is the one a single thread would meet.
-fn render_devices(
-    target: &dyn Renderer,
-    devices: &[(&String, &DeviceRows)],
-    queue: &Queue,
-    dir: &Path,
-    clock: &mut PartClock,
-) {
+impl Job {
+    fn new(index: usize, target: Box<dyn Renderer>, devices: BTreeMap<String, DeviceRows>) -> Job {
+        Job {
+            index,
+            target,
+            devices: devices.into_iter().map(|d| Mutex::new(Some(d))).collect(),
+            next: AtomicUsize::new(0),
+            stop: AtomicBool::new(false),
+            failed: Mutex::new(None),
+            written: AtomicUsize::new(0),
+        }
+    }
+
+    fn left(&self) -> usize {
+        if self.stop.load(Ordering::Relaxed) {
+            return 0;
+        }
+        self.devices
+            .len()
+            .saturating_sub(self.next.load(Ordering::Relaxed))
+    }
+}
+
+impl Board {
+    fn push(&self, job: Job) {
+        lock(&self.jobs).push(Arc::new(job));
+    }
+
+    /// Devices not yet taken.
+    fn left(&self) -> usize {
+        lock(&self.jobs).iter().map(|j| j.left()).sum()
+    }
+
+    fn failed(&self) -> bool {
+        lock(&self.jobs).iter().any(|j| lock(&j.failed).is_some())
+    }
+
+    /// Renders devices, the first job's first, until none is left.
+    fn work(&self, dir: &Path, clock: &mut PartClock) {
+        while !self.stop.load(Ordering::Relaxed) {
+            let job = lock(&self.jobs).iter().find(|j| j.left() > 0).cloned();
+            let Some(job) = job else { break };
+            render_devices(&job, dir, clock, &self.stop);
+        }
+    }
+
+    /// Files written, and the failure to report: the first target in order
+    /// with a failing device, its first failing device in order.
+    fn outcome(&self) -> (usize, Option<ArtifactError>) {
+        let mut jobs = lock(&self.jobs).clone();
+        jobs.sort_by_key(|j| j.index);
+        let written = jobs.iter().map(|j| j.written.load(Ordering::Relaxed)).sum();
+        let failure = jobs
+            .iter()
+            .find_map(|j| lock(&j.failed).take().map(|(_, e)| e));
+        (written, failure)
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Takes devices in order from `job` until none is left (or one failed, or
+/// `abandon` is set), rendering each and writing its files. Every device
+/// before a failed one was taken before it, and a thread finishes the
+/// device it took, so the failure kept (the lowest index) is the one a
+/// single thread would meet.
+fn render_devices(job: &Job, dir: &Path, clock: &mut PartClock, abandon: &AtomicBool) {
     // The last directory made: a target's files share one or two.
     let mut made: Option<PathBuf> = None;
-    while !queue.stop.load(Ordering::Relaxed) {
-        let i = queue.next.fetch_add(1, Ordering::Relaxed);
-        let Some((device, rows)) = devices.get(i) else {
+    while !job.stop.load(Ordering::Relaxed) && !abandon.load(Ordering::Relaxed) {
+        let i = job.next.fetch_add(1, Ordering::Relaxed);
+        let Some(slot) = job.devices.get(i) else {
             break;
         };
+        let Some((device, rows)) = lock(slot).take() else {
+            continue;
+        };
         let rendered = clock.time("render", "artifacts: render", || {
-            target.render(device, rows)
+            job.target.render(&device, &rows)
         });
+        drop(rows);
         let result = rendered.map_err(ArtifactError::from).and_then(|files| {
             clock.time("write", "artifacts: write files", || {
                 for a in &files {
@@ -332,11 +570,11 @@ fn render_devices(
         });
         match result {
             Ok(n) => {
-                queue.written.fetch_add(n, Ordering::Relaxed);
+                job.written.fetch_add(n, Ordering::Relaxed);
             }
             Err(e) => {
-                queue.stop.store(true, Ordering::Relaxed);
-                let mut failed = queue.failed.lock().unwrap_or_else(|p| p.into_inner());
+                job.stop.store(true, Ordering::Relaxed);
+                let mut failed = lock(&job.failed);
                 if failed.as_ref().is_none_or(|(j, _)| i < *j) {
                     *failed = Some((i, e));
                 }
@@ -478,12 +716,43 @@ mod tests {
         let (one, two) = (scratch("one"), scratch("two"));
         let n = write_artifacts(&plan, &e, &one).unwrap();
         write_relations(&plan, &e, &one).unwrap();
-        let w = write_outputs(&plan, &e, &two, &[]).unwrap();
+        let w = write_outputs(&plan, &e, &two, Early::none()).unwrap();
         assert_eq!((w.artifacts, w.relations), (n, 1));
         assert_eq!(n, 97 * 2);
         assert_eq!(files(&one), files(&two));
         let _ = std::fs::remove_dir_all(&one);
         let _ = std::fs::remove_dir_all(&two);
+    }
+
+    #[test]
+    fn written_early_then_after_is_what_one_thread_writes() {
+        let e = engine(97, &[]);
+        let plan = e.plan().clone();
+        let (one, two) = (scratch("one-e"), scratch("early"));
+        let n = write_artifacts(&plan, &e, &one).unwrap();
+        write_relations(&plan, &e, &one).unwrap();
+        let settled = vec![true; plan.relations.len()];
+        let early = write_early(&plan, e.view(), &two, &settled);
+        assert!(early.dumped.len() == 1 && early.boarded == ["ovs"]);
+        let w = write_outputs(&plan, &e, &two, early).unwrap();
+        assert_eq!((w.artifacts, w.relations), (n, 1));
+        assert_eq!(files(&one), files(&two));
+        let _ = std::fs::remove_dir_all(&one);
+        let _ = std::fs::remove_dir_all(&two);
+    }
+
+    #[test]
+    fn a_dropped_early_write_stops_before_it_returns() {
+        let e = engine(400, &[]);
+        let plan = e.plan().clone();
+        let dir = scratch("dropped");
+        let settled = vec![true; plan.relations.len()];
+        drop(write_early(&plan, e.view(), &dir, &settled));
+        // Nothing writes into the directory once the drop returned.
+        let now = files(&dir);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert_eq!(files(&dir), now);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
@@ -495,8 +764,11 @@ mod tests {
             for _ in 0..5 {
                 let dir = scratch("bad");
                 let one = write_artifacts(&plan, &e, &dir).unwrap_err();
-                let two = write_outputs(&plan, &e, &dir, &[]).unwrap_err();
-                for err in [one, two] {
+                let two = write_outputs(&plan, &e, &dir, Early::none()).unwrap_err();
+                let settled = vec![true; plan.relations.len()];
+                let early = write_early(&plan, e.view(), &dir, &settled);
+                let three = write_outputs(&plan, &e, &dir, early).unwrap_err();
+                for err in [one, two, three] {
                     match err {
                         ArtifactError::Render(r) => assert_eq!(r.device, first),
                         other => panic!("{other}"),

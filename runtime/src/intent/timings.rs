@@ -5,9 +5,11 @@
 //! lap, with its wall time and the CPU time of *every* thread meanwhile (the
 //! rules are evaluated on the timely workers, not on the main thread). A
 //! phase may have [`Part`]s, pieces of it measured on their own — on the
-//! main thread, or on a second thread beside it (the relation dumps run
-//! beside the artifacts) — so parts may overlap each other, never another
-//! phase: the phases add up to at most the total.
+//! main thread, or on a second thread beside it — so parts may overlap each
+//! other; the phases add up to at most the total. One exception: the second
+//! thread's rendering begins beside the placement and goes on after it, and
+//! is reported with the writing phase (`thread: "second"`), so those parts
+//! may be longer than that phase.
 //!
 //! Read by `commands/compile.rs`, which prints [`Timings::table`] on stderr
 //! or puts [`Timings::json`] in its JSON document.

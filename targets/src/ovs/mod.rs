@@ -1,13 +1,15 @@
 //! OVS target: `ovs_flow` / `ovs_group` rows of a bridge → OpenFlow.
 //!
 //! Reading order: [`text`] (rows → flows and groups in `ovs-ofctl` syntax,
-//! each flow with an identifying cookie) → [`dump`] (what a bridge holds,
+//! each flow with an identifying cookie; [`lines`]: the same `.flows` text
+//! straight from good rows, what `netc compile` renders) → [`dump`] (what a bridge holds,
 //! from `dump-flows` / `dump-groups`) → [`delta`] (intended − observed → one
 //! ordered bundle) → [`client`] (runs `ovs-ofctl`: observe, push atomically,
 //! reconcile). The pipeline the rows implement is `specs/ovs-pipeline.md`.
 //!
 //! Expects: a device's rows as `group_by_device` gives them (`ovs_flow`,
-//! `ovs_group`; `ovs_tunnel_peer` is informational and ignored). Guarantees:
+//! `ovs_group`, the relations it consumes; `ovs_tunnel_peer` is
+//! informational and not consumed). Guarantees:
 //! the artifacts `ovs/<host>.flows` (`ovs-ofctl add-flows` syntax) and
 //! `ovs/<host>.groups` (`ovs-ofctl add-groups` syntax) hold the bridge's
 //! complete state, sorted, byte-for-byte deterministic; a row that cannot be
@@ -18,6 +20,7 @@
 pub mod client;
 pub mod delta;
 pub mod dump;
+pub mod lines;
 pub mod text;
 
 #[cfg(test)]
@@ -35,21 +38,38 @@ impl Renderer for OvsRenderer {
         "ovs"
     }
     fn consumes(&self, relation: &str) -> bool {
-        relation.starts_with("ovs_")
+        // `ovs_tunnel_peer` (85k rows at 10k VMs) is informational: not
+        // grouped for a renderer that would ignore it.
+        matches!(relation, "ovs_flow" | "ovs_group")
     }
     fn render(&self, device: &str, rows: &DeviceRows) -> Result<Vec<Artifact>, RenderError> {
-        let st = bridge_state(device, rows)?;
-        if st.flows.is_empty() && st.groups.is_empty() {
+        let flow_rows = rows.get("ovs_flow").map(Vec::as_slice).unwrap_or(&[]);
+        let group_rows = rows.get("ovs_group").map(Vec::as_slice).unwrap_or(&[]);
+        // The flows straight from the rows when they are all good (the bulk
+        // of a compile's text); any bad row or collision takes the
+        // `BridgeState` path, which reports it.
+        let (flows, groups) = match lines::flows_text(flow_rows) {
+            Some(flows) => {
+                let mut groups = BridgeState::default();
+                add_groups(device, group_rows, &mut groups)?;
+                (flows, groups)
+            }
+            None => {
+                let st = bridge_state(device, rows)?;
+                (st.flows_text(), st)
+            }
+        };
+        if flows.is_empty() && groups.groups.is_empty() {
             return Ok(Vec::new());
         }
         Ok(vec![
             Artifact {
                 path: PathBuf::from("ovs").join(format!("{device}.flows")),
-                contents: st.flows_text(),
+                contents: flows,
             },
             Artifact {
                 path: PathBuf::from("ovs").join(format!("{device}.groups")),
-                contents: st.groups_text(),
+                contents: groups.groups_text(),
             },
         ])
     }
@@ -89,7 +109,7 @@ fn num(device: &str, rel: &str, row: &Row, i: usize, lo: i64, hi: i64) -> Result
 
 fn sym(device: &str, rel: &str, row: &Row, i: usize) -> Result<String, RenderError> {
     match row.get(i) {
-        Some(Value::Symbol(s)) => Ok(s.as_str().to_string()),
+        Some(Value::Symbol(s)) => Ok(s.text().to_string()),
         other => Err(err(
             device,
             format!(
@@ -129,7 +149,17 @@ pub fn bridge_state(device: &str, rows: &DeviceRows) -> Result<BridgeState, Rend
         })
         .map_err(|e| err(device, e.to_string()))?;
     }
-    for row in rows.get("ovs_group").map(Vec::as_slice).unwrap_or(&[]) {
+    add_groups(
+        device,
+        rows.get("ovs_group").map(Vec::as_slice).unwrap_or(&[]),
+        &mut st,
+    )?;
+    Ok(st)
+}
+
+/// Adds a bridge's `ovs_group` rows to `st`.
+fn add_groups(device: &str, rows: &[Row], st: &mut BridgeState) -> Result<(), RenderError> {
+    for row in rows {
         let rel = "ovs_group";
         let id = num(device, rel, row, 1, 0, 0xffff_ff00)? as u32;
         let kind = sym(device, rel, row, 2)?;
@@ -149,5 +179,5 @@ pub fn bridge_state(device: &str, rows: &DeviceRows) -> Result<BridgeState, Rend
         st.add_group(Group { id, kind, buckets })
             .map_err(|e| err(device, e.to_string()))?;
     }
-    Ok(st)
+    Ok(())
 }

@@ -268,3 +268,71 @@ fn group_fingerprints_agree_between_netc_text_and_ovs_dumps() {
         fingerprint_line("group_id=6,type=all")
     );
 }
+
+/// A flow row with columns drawn from small sets, so that duplicates, equal
+/// texts of different concerns, bad tables/priorities/concerns, empty
+/// actions and non-symbol columns all occur.
+fn arb_flow_row() -> impl Strategy<Value = Row> {
+    let text = prop::sample::select(vec!["", "ip", "arp", "ip,nw_dst=10.0.0.1", "in_port=2"]);
+    let actions = prop::sample::select(vec!["drop", "output:1", "resubmit(,40)", " "]);
+    (
+        prop::sample::select(vec![0i64, 10, 30, 252, 253, -1]),
+        prop::sample::select(vec![0i64, 1, 100, 65535, 65536]),
+        text,
+        actions,
+        prop::sample::select(vec![1i64, 2, 3, 253, 0]),
+        0u8..20,
+    )
+        .prop_map(|(t, p, m, a, c, odd)| {
+            let mut row = flow_row(t, p, m, a, c);
+            match odd {
+                0 => row[3] = Value::Number(7),
+                1 => row[2] = Value::Unsigned(p.max(0) as u64),
+                2 => row.truncate(5),
+                _ => {}
+            }
+            row
+        })
+}
+
+/// Only good flow rows, many alike: the path `netc compile` takes.
+fn arb_good_flow_row() -> impl Strategy<Value = Row> {
+    (
+        prop::sample::select(vec![0i64, 10, 30, 252]),
+        prop::sample::select(vec![0i64, 1, 100, 65535]),
+        prop::sample::select(vec!["", "ip", "arp", "ip,nw_dst=10.0.0.1", "in_port=2"]),
+        prop::sample::select(vec!["drop", "output:1", "resubmit(,40)"]),
+        prop::sample::select(vec![1i64, 2, 3, 253]),
+    )
+        .prop_map(|(t, p, m, a, c)| flow_row(t, p, m, a, c))
+}
+
+proptest! {
+    #[test]
+    fn good_flows_from_rows_match_the_bridge_state(flows in prop::collection::vec(arb_good_flow_row(), 0..80)) {
+        let st = bridge_state("h1", &rows(flows.clone(), vec![])).unwrap();
+        prop_assert_eq!(super::lines::flows_text(&flows), Some(st.flows_text()));
+    }
+
+    /// `lines::flows_text` is the `BridgeState` path's `.flows` text
+    /// whenever that path succeeds, and declines whenever it fails (the
+    /// renderer then reports that path's error).
+    #[test]
+    fn flows_from_rows_match_the_bridge_state(flows in prop::collection::vec(arb_flow_row(), 0..40)) {
+        let d = rows(flows.clone(), vec![]);
+        let slow = bridge_state("h1", &d);
+        let fast = super::lines::flows_text(&flows);
+        match (&slow, &fast) {
+            (Ok(st), Some(text)) => prop_assert_eq!(&st.flows_text(), text),
+            (Err(_), None) => {}
+            _ => prop_assert!(false, "slow {:?} fast {:?}", slow.map(|s| s.flows_text()), fast),
+        }
+        // The renderer gives what the `BridgeState` path gives.
+        let rendered = OvsRenderer.render("h1", &d);
+        match slow {
+            Ok(st) if st.flows.is_empty() => prop_assert_eq!(rendered.unwrap(), vec![]),
+            Ok(st) => prop_assert_eq!(rendered.unwrap()[0].contents.clone(), st.flows_text()),
+            Err(e) => prop_assert_eq!(rendered.unwrap_err(), e),
+        }
+    }
+}

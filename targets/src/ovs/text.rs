@@ -115,15 +115,30 @@ pub fn flow_cookie(concern: u8, table: u8, priority: u16, matches: &str, actions
             h = h.wrapping_mul(0x0000_0100_0000_01b3);
         }
     };
-    eat(table.to_string().as_bytes());
+    // The decimal digits, written on the stack (this runs once per flow).
+    let mut digits = [0u8; 5];
+    eat(decimal(u16::from(table), &mut digits));
     eat(&[0]);
-    eat(priority.to_string().as_bytes());
+    eat(decimal(priority, &mut digits));
     eat(&[0]);
     eat(matches.as_bytes());
     eat(&[0]);
     eat(actions.as_bytes());
     let low = (h ^ (h >> 56)) & 0x00ff_ffff_ffff_ffff;
     (u64::from(concern) << 56) | low
+}
+
+/// `n` in decimal, in the end of `buf`.
+fn decimal(mut n: u16, buf: &mut [u8; 5]) -> &[u8] {
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return &buf[i..];
+        }
+    }
 }
 
 /// The complete intended (or observed) state of one bridge.
