@@ -42,6 +42,7 @@
 
 use super::pieces::{Kind, PieceMap};
 use super::render::{self, Built, Dirty, Piece};
+use super::skip::Skip;
 use super::tuple::Tuple;
 use super::EngineError;
 use differential_dataflow::input::InputSession;
@@ -49,7 +50,7 @@ use netc_compiler::plan::{Plan, RelId};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 use timely::communication::initialize::WorkerGuards;
 use timely::worker::Worker;
@@ -82,6 +83,8 @@ enum Reply {
         worker: usize,
         epoch: u64,
         records: u64,
+        /// Pieces it ran (every worker runs the same ones).
+        pieces: usize,
     },
     Died {
         worker: usize,
@@ -94,10 +97,18 @@ pub struct EpochOutput {
     /// Captured updates handed to the caller, before consolidation.
     pub updates: usize,
     pub records: u64,
+    /// Pieces run (on each worker).
+    pub pieces: usize,
 }
 
 pub struct Workers {
     senders: Vec<Sender<Command>>,
+    map: Arc<PieceMap>,
+    dirty: Dirty,
+    /// Deferring (`skip.rs`), shared with the workers' capture operators.
+    skip: Option<Arc<Skip>>,
+    /// Per relation, whether a stratum derives it.
+    derived: Vec<bool>,
     replies: Receiver<Reply>,
     guards: Option<WorkerGuards<()>>,
     abort: Arc<AtomicBool>,
@@ -110,11 +121,13 @@ const SLICE: Duration = Duration::from_millis(100);
 impl Workers {
     /// Starts the threads and waits until every worker has built the
     /// dataflow. `release[s]`: the pieces of stratum `s` are released after
-    /// their first run (see [`Release`]).
+    /// their first run (see [`Release`]). `defer`: pieces may be left unrun
+    /// while their input cannot reach their output (`skip.rs`).
     pub fn start(
         plan: Arc<Plan>,
         n: usize,
         release: Arc<Vec<bool>>,
+        defer: bool,
     ) -> Result<Workers, EngineError> {
         if n == 0 {
             return Err(EngineError::NoWorkers);
@@ -129,6 +142,18 @@ impl Workers {
         let abort_w = abort.clone();
         let map = Arc::new(PieceMap::new(&plan));
         let dirty: Dirty = Arc::new((0..map.len()).map(|_| AtomicU64::new(0)).collect());
+        let skip = if defer {
+            Skip::new(&plan, &map).map(Arc::new)
+        } else {
+            None
+        };
+        let mut derived = vec![false; plan.relations.len()];
+        for s in &plan.strata {
+            for &r in &s.relations {
+                derived[r] = true;
+            }
+        }
+        let (map_d, dirty_d, skip_d) = (map.clone(), dirty.clone(), skip.clone());
         let release: Arc<Vec<bool>> = Arc::new(
             map.pieces
                 .iter()
@@ -154,6 +179,7 @@ impl Workers {
                 let pieces = Pieces {
                     map: map.clone(),
                     dirty: dirty.clone(),
+                    skip: skip.clone(),
                 };
                 worker_loop(worker, &plan, pieces, release, &rx, &reply_tx, &abort_w)
             }));
@@ -179,6 +205,10 @@ impl Workers {
         .map_err(EngineError::Start)?;
         let mut w = Workers {
             senders,
+            map: map_d,
+            dirty: dirty_d,
+            skip: skip_d,
+            derived,
             replies,
             guards: Some(guards),
             abort,
@@ -227,6 +257,7 @@ impl Workers {
     where
         F: FnMut(Updates) -> Result<(), EngineError>,
     {
+        self.route_base(epoch, &data);
         for s in &self.senders {
             if s.send(Command::Commit {
                 epoch,
@@ -245,6 +276,7 @@ impl Workers {
         let mut out = EpochOutput {
             updates: 0,
             records: 0,
+            pieces: 0,
         };
         let mut failed = None;
         let mut done = 0;
@@ -259,9 +291,13 @@ impl Workers {
                     }
                 }
                 Reply::Done {
-                    epoch: e, records, ..
+                    epoch: e,
+                    records,
+                    pieces,
+                    ..
                 } if e == epoch => {
                     out.records += records;
+                    out.pieces = out.pieces.max(pieces);
                     done += 1;
                 }
                 Reply::Died { worker, message } => {
@@ -285,6 +321,37 @@ impl Workers {
         match failed {
             Some(e) => Err(e),
             None => Ok(out),
+        }
+    }
+
+    /// Marks the pieces this epoch's base facts make run (all of them in
+    /// the first epoch or without deferring; else those `skip.rs` cannot
+    /// defer them for), after counting input-only relations' changes into
+    /// `U`. Before the workers get the epoch, so every worker sees the same.
+    fn route_base(&self, epoch: u64, data: &Updates) {
+        let stamp = epoch + 1;
+        let Some(skip) = self.skip.as_ref() else {
+            for (rel, ..) in data {
+                for &p in &self.map.base[*rel] {
+                    self.dirty[p].fetch_max(stamp, Ordering::AcqRel);
+                }
+            }
+            return;
+        };
+        let mut state = skip.state.lock().unwrap_or_else(PoisonError::into_inner);
+        for (rel, t, d) in data {
+            if skip.gates.counts_base(*rel, self.derived[*rel]) {
+                state.update(&skip.gates, *rel, t, *d);
+            }
+        }
+        for (rel, t, d) in data {
+            for &p in &self.map.base[*rel] {
+                if epoch == 0 {
+                    self.dirty[p].fetch_max(stamp, Ordering::AcqRel);
+                } else {
+                    state.route(&skip.gates, &self.dirty, stamp, p, (*rel, t, *d));
+                }
+            }
         }
     }
 
@@ -434,10 +501,12 @@ fn aborted(abort: &AtomicBool) -> bool {
     abort.load(Ordering::Relaxed)
 }
 
-/// What every worker builds from: the pieces and their shared dirty stamps.
+/// What every worker builds from: the pieces, their shared dirty stamps
+/// and deferring state.
 struct Pieces {
     map: Arc<PieceMap>,
     dirty: Dirty,
+    skip: Option<Arc<Skip>>,
 }
 
 /// One worker's life: build, then serve commands until shutdown.
@@ -451,7 +520,7 @@ fn worker_loop(
     abort: &AtomicBool,
 ) {
     let index = worker.index();
-    let built = render::build(worker, plan, pieces.map, pieces.dirty);
+    let built = render::build(worker, plan, pieces.map, pieces.dirty, pieces.skip);
     let mut b: Built = match built {
         Ok(mut b) => {
             b.start(index);
@@ -476,7 +545,7 @@ fn worker_loop(
         }
         match rx.try_recv() {
             Ok(Command::Commit { epoch, data }) => {
-                let Some(()) = run_epoch(worker, &mut b, &mut release, epoch, &data, tx, abort)
+                let Some(pieces) = run_epoch(worker, &mut b, &mut release, epoch, &data, tx, abort)
                 else {
                     return;
                 };
@@ -487,6 +556,7 @@ fn worker_loop(
                         worker: index,
                         epoch,
                         records,
+                        pieces,
                     })
                     .is_err()
                 {
@@ -514,7 +584,7 @@ fn worker_loop(
 /// and then, gathered into [`Reply::Part`]s, to the driver.
 /// The same pieces run on every worker: a piece's base input is decided
 /// from the whole batch, its derived input from the shared `dirty` stamps.
-/// `None`: aborted, or the driver is gone.
+/// Returns how many pieces ran; `None`: aborted, or the driver is gone.
 fn run_epoch(
     worker: &mut Worker,
     b: &mut Built,
@@ -523,7 +593,7 @@ fn run_epoch(
     data: &Updates,
     tx: &Sender<Reply>,
     abort: &AtomicBool,
-) -> Option<()> {
+) -> Option<usize> {
     let (index, peers) = (worker.index(), worker.peers());
     let stamp = epoch + 1;
     b.stamp.set(stamp);
@@ -531,24 +601,23 @@ fn run_epoch(
         t.epoch_start();
         t.base_fed(&b.map, data, peers);
     }
-    let mut has_base = vec![false; b.pieces.len()];
     for (i, (rel, t, d)) in data.iter().enumerate() {
-        let mine = i % peers == index;
-        for &p in &b.map.base[*rel] {
-            has_base[p] = true;
-            if mine {
-                b.pieces[p].input.update((*rel, t.clone()), *d);
+        if i % peers == index {
+            for &p in &b.map.base[*rel] {
+                b.pending[p].push((*rel, t.clone(), *d));
             }
         }
     }
     // Captured changes not yet sent: pieces' outputs are gathered into
     // parts of about `PART_ROWS` rows (see there).
     let mut pending = Updates::new();
-    for (p, &has_base) in has_base.iter().enumerate() {
+    let mut ran = 0;
+    for p in 0..b.pieces.len() {
         let piece = &mut b.pieces[p];
-        let dirty = b.dirty[p].load(Ordering::Acquire) == stamp;
+        // Marked by the driver (base facts) or a lower piece's capture.
+        let run = b.dirty[p].load(Ordering::Acquire) == stamp;
         if release.done[p] {
-            if has_base || dirty {
+            if run || !b.pending[p].is_empty() {
                 let message = format!("internal error: piece {p} was released, yet it has input");
                 let _ = tx.send(Reply::Died {
                     worker: index,
@@ -558,9 +627,20 @@ fn run_epoch(
             }
             continue;
         }
-        if piece.time > 0 && !has_base && !dirty {
+        if piece.time > 0 && !run {
+            // Deferred rows (`skip.rs`): a row and its undoing cancel here.
+            let rows = &mut b.pending[p];
+            if rows.len() > 2 * b.pending_floor[p] {
+                super::consolidate(rows);
+                b.pending_floor[p] = rows.len().max(512);
+            }
             continue;
         }
+        // Taken, not drained: the first epoch's buffers are large.
+        for (rel, t, d) in std::mem::take(&mut b.pending[p]) {
+            piece.input.update((rel, t), d);
+        }
+        ran += 1;
         let started = b.trace.as_ref().map(|t| t.start(b.counters.records.get()));
         let mut steps = 0u32;
         piece.time += 1;
@@ -582,7 +662,7 @@ fn run_epoch(
         }
         for (rel, t, d) in &out {
             for &q in b.map.targets(p, *rel) {
-                b.pieces[q].input.update((*rel, t.clone()), *d);
+                b.pending[q].push((*rel, t.clone(), *d));
             }
         }
         // A rule piece's derivations of a set relation are its union
@@ -606,5 +686,5 @@ fn run_epoch(
     if let Some(t) = b.trace.as_mut() {
         t.epoch_done(epoch, data.len());
     }
-    Some(())
+    Some(ran)
 }

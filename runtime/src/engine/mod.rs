@@ -18,6 +18,8 @@
 //!   per set of relations read plus a union piece — and where their changes go.
 //! - `render.rs`: plan → dataflows on one worker, one per piece (its
 //!   input, loops, capture), each run only when something it reads changed.
+//! - `skip.rs`: which changes a warm piece may be left unfed (deferred)
+//!   because no rule of it can join them yet.
 //! - `trace.rs`: `NETC_ENGINE_TRACE`, per-piece counts and times of each epoch.
 //! - `body.rs`: rule bodies (joins, negation, filters, binds, aggregates),
 //!   carrying only live slots and fusing each join with what follows it.
@@ -41,6 +43,7 @@ mod eval;
 mod mirror;
 mod pieces;
 mod render;
+mod skip;
 mod trace;
 mod tuple;
 mod validate;
@@ -193,6 +196,9 @@ pub struct CommitStats {
     pub updates: usize,
     /// Net row changes (the size of the commit's [`Changes`]).
     pub changes: usize,
+    /// Dataflow pieces run (on each worker); a warm commit runs only those
+    /// a change can reach (`render.rs`, `skip.rs`).
+    pub pieces_run: usize,
     /// Time spent waiting for the dataflow.
     pub dataflow: Duration,
     /// Time of the whole commit.
@@ -281,7 +287,9 @@ impl Engine {
             None => vec![false; plan.strata.len()],
         };
         let (build_start, build_cpu) = (Instant::now(), crate::cpu::process());
-        let w = Workers::start(plan.clone(), workers, Arc::new(release))?;
+        // A one-shot engine's later commits reach few pieces: no deferring.
+        let defer = changeable.is_none();
+        let w = Workers::start(plan.clone(), workers, Arc::new(release), defer)?;
         let (build_wall, build_cpu) = (
             build_start.elapsed(),
             crate::cpu::process().saturating_sub(build_cpu),
@@ -449,6 +457,7 @@ impl Engine {
             records: out.records,
             updates: out.updates,
             changes: net_changes + inputs.count(),
+            pieces_run: out.pieces,
             dataflow,
             elapsed: start.elapsed(),
         };

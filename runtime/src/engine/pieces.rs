@@ -226,7 +226,8 @@ impl PieceMap {
         !matches!(self.out(p, rel), Some(Out::ToUnion(_)))
     }
 
-    fn out(&self, p: usize, rel: RelId) -> Option<Out> {
+    /// How piece `p` makes `rel` (`None`: it does not output it).
+    pub fn out(&self, p: usize, rel: RelId) -> Option<Out> {
         self.pieces[p]
             .outputs
             .iter()

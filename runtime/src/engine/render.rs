@@ -7,13 +7,15 @@
 //! - PIECES: each piece is its own timely dataflow (a [`Piece`]) with its
 //!   own input and its own time (the number of times it has run). A piece
 //!   runs in an epoch only if something it reads changed (see
-//!   [`Routes`]); the others are not scheduled at all and cost nothing.
+//!   [`Routes`]) and, in a warm engine, only if one of those changes can
+//!   reach its output (`skip.rs`; the rest wait in [`Built::pending`]); the
+//!   others are not scheduled at all and cost nothing.
 //!   Why: every operator of a dataflow is visited by progress tracking each
 //!   time its frontier moves, so one dataflow for the whole program made a
 //!   one-row change cost time proportional to the program (issue 8). Pieces
 //!   do not share traces: a piece gets what lower strata derived as data
-//!   through its input, so a skipped piece never holds anything back and
-//!   needs no catching up. The price: a relation read by several strata
+//!   through its input, so a piece not run holds no other piece back (what
+//!   it was not fed waits in its pending rows until it runs). The price: a relation read by several strata
 //!   is arranged once per piece that joins on it (sharing is per piece).
 //! - A piece's input carries `(relation, tuple)` pairs — the base facts of
 //!   its own relations (already a set: the driver dedups), the base facts
@@ -51,6 +53,7 @@ use super::arrange::{
 };
 use super::body::{render_rule, scan_join};
 use super::pieces::{Kind, Out, PieceMap};
+use super::skip::Skip;
 use super::trace::Trace;
 use super::tuple::Tuple;
 use differential_dataflow::input::InputSession;
@@ -61,7 +64,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::Pipeline;
 use timely::dataflow::operators::core::{Exchange, Partition, Probe};
@@ -74,9 +77,10 @@ use timely::worker::Worker;
 /// Captured `(relation, tuple, diff)` updates of a piece's latest run.
 pub type Captured = Rc<RefCell<Vec<(RelId, Tuple, isize)>>>;
 
-/// Per piece (= stratum index), the epoch stamp (`epoch + 1`) of the last
-/// epoch in which a lower piece, on any worker, captured a change of a
-/// relation it reads. Shared by all workers of an engine.
+/// Per piece, the epoch stamp (`epoch + 1`) of the last epoch in which it
+/// must run: marked by the driver for base facts and by a lower piece's
+/// capture, on any worker, for a change of a relation it reads (unless
+/// `skip.rs` defers every such row). Shared by all workers of an engine.
 pub type Dirty = Arc<Vec<AtomicU64>>;
 
 /// Where changes go, by relation: which pieces read them.
@@ -195,6 +199,12 @@ pub struct Piece {
 pub struct Built {
     /// In stratum order (every piece reads only lower ones).
     pub pieces: Vec<Piece>,
+    /// Per piece, the rows bound for its input that it has not been fed:
+    /// this epoch's, or deferred ones (`skip.rs`), fed when it next runs.
+    pub pending: Vec<Vec<(RelId, Tuple, isize)>>,
+    /// Per piece, how many pending rows it held after they were last
+    /// consolidated (they are again once they double).
+    pub pending_floor: Vec<usize>,
     pub map: Arc<PieceMap>,
     pub dirty: Dirty,
     /// The current epoch's stamp (`epoch + 1`), read by capture operators.
@@ -221,12 +231,13 @@ impl Built {
 
 /// Builds every piece of `map` (see `pieces.rs`) as its own dataflow on
 /// `worker` (see module docs). `dirty` has one stamp per piece, shared by
-/// all workers.
+/// all workers; so is `skip` (deferring, `skip.rs`), if on.
 pub fn build(
     worker: &mut Worker,
     plan: &Plan,
     map: Arc<PieceMap>,
     dirty: Dirty,
+    skip: Option<Arc<Skip>>,
 ) -> Result<Built, String> {
     let names: Rc<[String]> = plan.relations.iter().map(|r| r.name.clone()).collect();
     let arities: Rc<[usize]> = plan.relations.iter().map(|r| r.arity()).collect();
@@ -250,6 +261,7 @@ pub fn build(
             names: names.clone(),
             arities: arities.clone(),
             counters: counters.clone(),
+            skip: skip.clone(),
         };
         let first = worker.peek_identifier();
         let mut piece = worker.dataflow::<u64, _, _>(|scope| build_piece(scope, ctx))?;
@@ -257,6 +269,8 @@ pub fn build(
         pieces.push(piece);
     }
     Ok(Built {
+        pending: vec![Vec::new(); pieces.len()],
+        pending_floor: vec![512; pieces.len()],
         pieces,
         trace: Trace::from_env(plan, &map, worker.index()),
         map,
@@ -277,6 +291,7 @@ struct PieceCtx<'a> {
     names: Rc<[String]>,
     arities: Rc<[usize]>,
     counters: Rc<Counters>,
+    skip: Option<Arc<Skip>>,
 }
 
 fn build_piece(scope: Scope<'_, u64>, ctx: PieceCtx<'_>) -> Result<Piece, String> {
@@ -352,6 +367,7 @@ fn build_piece(scope: Scope<'_, u64>, ctx: PieceCtx<'_>) -> Result<Piece, String
         map: ctx.map.clone(),
         dirty: ctx.dirty,
         stamp: ctx.stamp,
+        skip: ctx.skip,
     };
     capture(scope, own, captured.clone(), marks, &probe);
     Ok(Piece {
@@ -370,16 +386,52 @@ struct Marks {
     map: Arc<PieceMap>,
     dirty: Dirty,
     stamp: Rc<Cell<u64>>,
+    /// Deferring (`skip.rs`): counts the piece's set outputs into `U` and
+    /// decides, row by row, whether a reader must run.
+    skip: Option<Arc<Skip>>,
 }
 
 impl Marks {
-    fn changed(&self, rel: RelId) {
+    /// `rows` of `rel` were captured. Marks are published before this
+    /// worker reports the data consumed, so a worker whose probe has passed
+    /// sees them (progress messages synchronise the threads).
+    fn changed(&self, rel: RelId, rows: &[(RelId, Tuple, isize)]) {
         let stamp = self.stamp.get();
-        for &p in self.map.targets(self.piece, rel) {
-            // Published before this worker reports the data consumed, so a
-            // worker whose probe has passed sees it (progress messages
-            // synchronise the threads).
-            self.dirty[p].fetch_max(stamp, Ordering::AcqRel);
+        let targets = self.map.targets(self.piece, rel);
+        let Some(skip) = &self.skip else {
+            for &p in targets {
+                self.dirty[p].fetch_max(stamp, Ordering::AcqRel);
+            }
+            return;
+        };
+        let counted = self
+            .map
+            .out(self.piece, rel)
+            .is_some_and(|o| skip.gates.counts_at(rel, o));
+        // The first epoch runs every piece: only `U` needs the rows.
+        let first = stamp == 1;
+        if first {
+            for &p in targets {
+                self.dirty[p].fetch_max(stamp, Ordering::AcqRel);
+            }
+        }
+        let undecided = !first
+            && targets
+                .iter()
+                .any(|&p| self.dirty[p].load(Ordering::Acquire) != stamp);
+        if !counted && !undecided {
+            return;
+        }
+        let mut state = skip.state.lock().unwrap_or_else(PoisonError::into_inner);
+        for (_, t, d) in rows {
+            if counted {
+                state.update(&skip.gates, rel, t, *d);
+            }
+            if undecided {
+                for &p in targets {
+                    state.route(&skip.gates, &self.dirty, stamp, p, (rel, t, *d));
+                }
+            }
         }
     }
 }
@@ -410,7 +462,7 @@ fn capture<'s>(
                 let before = out.len();
                 input.for_each(|_, data| out.extend(data.drain(..).map(|(t, _, d)| (*rel, t, d))));
                 if out.len() > before {
-                    marks.changed(*rel);
+                    marks.changed(*rel, &out[before..]);
                 }
             }
         }
