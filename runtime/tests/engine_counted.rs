@@ -5,23 +5,15 @@
 //! removed one by one, across workers, with the commit's `Changes` net.
 
 use netc_compiler::plan::{Plan, RelId};
-use netc_compiler::value::{Row, Value};
+use netc_compiler::value::Row;
 use netc_runtime::engine::{Changes, Engine, Transaction};
 use std::sync::Arc;
 
+mod engine_util;
+use engine_util::{compile_text, rel_named, row};
+
 fn compile(text: &str) -> Arc<Plan> {
-    let c = netc_compiler::compile_text("counted.ndl", text);
-    assert!(!c.diagnostics.has_errors(), "the program does not compile");
-    Arc::new(c.plan.expect("a plan"))
-}
-
-fn rel(p: &Plan, name: &str) -> RelId {
-    p.relation_id(name)
-        .unwrap_or_else(|| panic!("no relation {name}"))
-}
-
-fn r(xs: &[i64]) -> Row {
-    xs.iter().map(|&x| Value::Number(x)).collect()
+    compile_text("counted.ndl", text)
 }
 
 /// `out` is read by no other stratum, so it is counted; `mid` feeds `out`
@@ -45,15 +37,19 @@ fn changes_of(c: &Changes, rel: RelId) -> Vec<(Row, isize)> {
 
 fn one(t: &mut Transaction, rel: RelId, xs: &[i64], insert: bool) {
     if insert {
-        t.insert(rel, r(xs));
+        t.insert(rel, row(xs));
     } else {
-        t.delete(rel, r(xs));
+        t.delete(rel, row(xs));
     }
 }
 
 fn check(workers: usize) {
     let plan = compile(PROGRAM);
-    let (a, b, out) = (rel(&plan, "a"), rel(&plan, "b"), rel(&plan, "out"));
+    let (a, b, out) = (
+        rel_named(&plan, "a"),
+        rel_named(&plan, "b"),
+        rel_named(&plan, "out"),
+    );
     let mut e = Engine::new(plan.clone(), workers).unwrap();
     let step = |e: &mut Engine, ops: &[(RelId, &[i64], bool)]| {
         let mut t = Transaction::new();
@@ -68,13 +64,17 @@ fn check(workers: usize) {
         &mut e,
         &[(a, &[1, 1], true), (a, &[1, 2], true), (b, &[1], true)],
     );
-    assert_eq!(changes_of(&c, out), vec![(r(&[1]), 1)], "{workers} workers");
-    assert_eq!(e.contents(out), vec![r(&[1])]);
+    assert_eq!(
+        changes_of(&c, out),
+        vec![(row(&[1]), 1)],
+        "{workers} workers"
+    );
+    assert_eq!(e.contents(out), vec![row(&[1])]);
 
     // Removing two of them changes nothing in `out`.
     let c = step(&mut e, &[(a, &[1, 1], false), (b, &[1], false)]);
     assert!(changes_of(&c, out).is_empty(), "{workers} workers: {c:?}");
-    assert_eq!(e.contents(out), vec![r(&[1])]);
+    assert_eq!(e.contents(out), vec![row(&[1])]);
 
     // Replacing the last derivation by another in one commit: no change.
     let c = step(&mut e, &[(a, &[1, 2], false), (a, &[1, 3], true)]);
@@ -84,17 +84,21 @@ fn check(workers: usize) {
     let c = step(&mut e, &[(a, &[1, 3], false)]);
     assert_eq!(
         changes_of(&c, out),
-        vec![(r(&[1]), -1)],
+        vec![(row(&[1]), -1)],
         "{workers} workers"
     );
     assert!(e.contents(out).is_empty());
 
     // And it can come back, as a base fact of `out` itself plus a rule.
     let c = step(&mut e, &[(out, &[1], true), (b, &[1], true)]);
-    assert_eq!(changes_of(&c, out), vec![(r(&[1]), 1)], "{workers} workers");
+    assert_eq!(
+        changes_of(&c, out),
+        vec![(row(&[1]), 1)],
+        "{workers} workers"
+    );
     let c = step(&mut e, &[(out, &[1], false)]);
     assert!(changes_of(&c, out).is_empty(), "{workers} workers: {c:?}");
-    assert!(e.contains(out, &r(&[1])));
+    assert!(e.contains(out, &row(&[1])));
 }
 
 #[test]
@@ -107,7 +111,7 @@ fn a_counted_row_stays_while_any_derivation_does() {
 #[test]
 fn many_derivations_across_workers_match_from_scratch() {
     let plan = compile(PROGRAM);
-    let (a, out) = (rel(&plan, "a"), rel(&plan, "out"));
+    let (a, out) = (rel_named(&plan, "a"), rel_named(&plan, "out"));
     for workers in [1, 2] {
         let mut e = Engine::new(plan.clone(), workers).unwrap();
         // 50 keys, each derived by up to 7 rows of `a`; then every other
@@ -115,7 +119,7 @@ fn many_derivations_across_workers_match_from_scratch() {
         let mut t = Transaction::new();
         for x in 0..50 {
             for y in 0..(x % 7 + 1) {
-                t.insert(a, r(&[x, y]));
+                t.insert(a, row(&[x, y]));
             }
         }
         e.commit(t).unwrap();
@@ -124,7 +128,7 @@ fn many_derivations_across_workers_match_from_scratch() {
             let mut t = Transaction::new();
             for x in 0..50 {
                 for y in (0..(x % 7 + 1)).filter(|y| y % 2 == parity) {
-                    t.delete(a, r(&[x, y]));
+                    t.delete(a, row(&[x, y]));
                 }
             }
             let c = e.commit(t).unwrap();
@@ -133,7 +137,7 @@ fn many_derivations_across_workers_match_from_scratch() {
                 // keys with a single derivation (y = 0 only) disappear
                 let expect: Vec<(Row, isize)> = (0..50)
                     .filter(|x| x % 7 == 0)
-                    .map(|x| (r(&[x]), -1))
+                    .map(|x| (row(&[x]), -1))
                     .collect();
                 assert_eq!(gone, expect, "{workers} workers");
             } else {

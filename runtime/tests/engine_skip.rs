@@ -8,11 +8,14 @@
 //! also check that deferring happens (`CommitStats::pieces_run`).
 
 use netc_compiler::plan::{Plan, RelId};
-use netc_compiler::value::{Row, Value};
+use netc_compiler::value::Row;
 use netc_runtime::engine::{Engine, Transaction};
 use proptest::prelude::*;
 use std::collections::BTreeSet;
 use std::sync::Arc;
+
+mod engine_util;
+use engine_util::{compile_text, rel_named, row};
 
 /// Chains of joins (`h1`, `h6`), negation (`h2`, `h7`), an aggregate
 /// (`h3`), a self-join (`h4`), constant patterns (`h5`), a derived
@@ -52,18 +55,7 @@ h7(x) :- o(x, y), c(y), !e(x, x).
 const EDITABLE: [&str; 6] = ["a", "b", "c", "e", "d", "o"];
 
 fn compile() -> Arc<Plan> {
-    let c = netc_compiler::compile_text("skip.ndl", PROGRAM);
-    assert!(!c.diagnostics.has_errors(), "the program does not compile");
-    Arc::new(c.plan.expect("a plan"))
-}
-
-fn rel(p: &Plan, name: &str) -> RelId {
-    p.relation_id(name)
-        .unwrap_or_else(|| panic!("no relation {name}"))
-}
-
-fn row(xs: &[i64]) -> Row {
-    xs.iter().map(|&x| Value::Number(x)).collect()
+    compile_text("skip.ndl", PROGRAM)
 }
 
 fn arity(name: &str) -> usize {
@@ -98,7 +90,7 @@ fn run(commits: &[Vec<Edit>], workers: usize) -> Vec<usize> {
         let mut t = Transaction::new();
         for &(r, x, y, insert) in edits {
             let name = EDITABLE[r];
-            let id = rel(&plan, name);
+            let id = rel_named(&plan, name);
             let xs = row(&[x, y][..arity(name)]);
             if insert {
                 facts.insert((id, xs.clone()));

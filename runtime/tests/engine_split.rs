@@ -7,12 +7,15 @@
 //! counted relation derived by two rule pieces (and base facts); every
 //! commit's `Changes` must be exactly the net difference.
 
-use netc_compiler::plan::{Plan, RelId};
-use netc_compiler::value::{Row, Value};
+use netc_compiler::plan::Plan;
+use netc_compiler::value::Row;
 use netc_runtime::engine::{Engine, Transaction};
 use proptest::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
+
+mod engine_util;
+use engine_util::{compile_text, rel_named, row};
 
 /// `u`: four rules reading `a`, `b`, `c`, `a` and `b` (four rule pieces),
 /// read by `v` and `w` (so a union piece makes it a set). `w`: read by no
@@ -39,18 +42,7 @@ w(x) :- b(x, y), c(y).
 ";
 
 fn compile() -> Arc<Plan> {
-    let c = netc_compiler::compile_text("split.ndl", PROGRAM);
-    assert!(!c.diagnostics.has_errors(), "the program does not compile");
-    Arc::new(c.plan.expect("a plan"))
-}
-
-fn rel(p: &Plan, name: &str) -> RelId {
-    p.relation_id(name)
-        .unwrap_or_else(|| panic!("no relation {name}"))
-}
-
-fn row(xs: &[i64]) -> Row {
-    xs.iter().map(|&x| Value::Number(x)).collect()
+    compile_text("split.ndl", PROGRAM)
 }
 
 /// Base facts per relation name, as plain numbers.
@@ -117,16 +109,16 @@ fn run(commits: &[Vec<Edit>], workers: usize) {
             let set = facts.entry(name).or_default();
             if insert {
                 set.insert(xs.clone());
-                t.insert(rel(&plan, name), row(&xs));
+                t.insert(rel_named(&plan, name), row(&xs));
             } else {
                 set.remove(&xs);
-                t.delete(rel(&plan, name), row(&xs));
+                t.delete(rel_named(&plan, name), row(&xs));
             }
         }
         let changes = e.commit(t).unwrap();
         let after = direct(&facts);
         for name in ["u", "v", "w"] {
-            let id = rel(&plan, name);
+            let id = rel_named(&plan, name);
             let want: Vec<Row> = after[name].iter().map(|r| row(r)).collect();
             assert_eq!(
                 e.contents(id),

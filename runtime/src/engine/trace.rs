@@ -59,10 +59,13 @@ pub struct Start {
 impl Trace {
     pub fn from_env(plan: &Plan, map: &PieceMap, worker: usize) -> Option<Trace> {
         std::env::var_os("NETC_ENGINE_TRACE")?;
-        let labels = (0..map.len()).map(|p| map.label(plan, p)).collect();
-        Some(Trace {
+        Some(Trace::new(plan, map, worker))
+    }
+
+    fn new(plan: &Plan, map: &PieceMap, worker: usize) -> Trace {
+        Trace {
             worker,
-            labels,
+            labels: (0..map.len()).map(|p| map.label(plan, p)).collect(),
             fed_base: vec![0; map.len()],
             fed_derived: vec![0; map.len()],
             lines: String::new(),
@@ -70,7 +73,7 @@ impl Trace {
             operators: 0,
             started: None,
             piece_cpu: Duration::ZERO,
-        })
+        }
     }
 
     /// Call once an epoch begins, before the base facts are fed.
@@ -179,18 +182,7 @@ mod tests {
         let map = PieceMap::new(&plan);
         let id = |n: &str| plan.relation_id(n).unwrap();
         let (pu, pw) = (map.base[id("a")][0], map.readers[id("u")][0]);
-        let labels = (0..map.len()).map(|p| map.label(&plan, p)).collect();
-        let mut t = Trace {
-            worker: 1,
-            labels,
-            fed_base: vec![0; map.len()],
-            fed_derived: vec![0; map.len()],
-            lines: String::new(),
-            runs: 0,
-            operators: 0,
-            started: None,
-            piece_cpu: Duration::ZERO,
-        };
+        let mut t = Trace::new(&plan, &map, 1);
         t.epoch_start();
         let row = |x: i64| Tuple::from_values(&[netc_compiler::value::Value::Number(x)]);
         let data: Vec<_> = (0..5).map(|x| (id("a"), row(x), 1)).collect();

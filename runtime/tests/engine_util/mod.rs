@@ -27,6 +27,20 @@ pub fn rows(xs: &[&[i64]]) -> Vec<Row> {
     xs.iter().map(|r| row(r)).collect()
 }
 
+/// The plan of an NDlog program given as text (`file` names it in
+/// diagnostics); the test fails if it does not compile.
+pub fn compile_text(file: &str, text: &str) -> Arc<Plan> {
+    let c = netc_compiler::compile_text(file, text);
+    assert!(!c.diagnostics.has_errors(), "{file} does not compile");
+    Arc::new(c.plan.expect("a plan"))
+}
+
+/// The id of relation `name` in `p`; the test fails if there is none.
+pub fn rel_named(p: &Plan, name: &str) -> RelId {
+    p.relation_id(name)
+        .unwrap_or_else(|| panic!("no relation {name}"))
+}
+
 pub fn slot(i: usize) -> Expr {
     Expr::Slot(i)
 }
