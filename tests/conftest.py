@@ -6,6 +6,7 @@
 A failed build, or a binary whose `netc run --help` does not mention
 `--updates`, FAILS the requesting tests (never a silent skip).  To run only the
 oracle self-tests (no netc needed): `pytest -m "not netc"`.
+`s_intent` (session scope) is `netc gen --preset S` written once, read-only.
 """
 
 from __future__ import annotations
@@ -71,3 +72,12 @@ def _locate_netc() -> str:
             pytrace=False,
         )
     return str(path)
+
+
+@pytest.fixture(scope="session")
+def s_intent(netc_bin: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`netc gen --preset S` (seed 1: 1,000 VMs, 300 VIPs) written once per
+    session; tests read it and never change it."""
+    intent = tmp_path_factory.mktemp("preset-s") / "s.ndl"
+    subprocess.run([netc_bin, "gen", "--preset", "S", "--out", str(intent)], check=True, capture_output=True)
+    return intent

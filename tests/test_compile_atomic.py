@@ -20,14 +20,6 @@ import pytest
 pytestmark = pytest.mark.netc
 
 
-@pytest.fixture(scope="module")
-def scenario(netc_bin: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    d = tmp_path_factory.mktemp("atomic")
-    intent = d / "s.ndl"
-    subprocess.run([netc_bin, "gen", "--preset", "S", "--out", str(intent)], check=True, capture_output=True)
-    return intent
-
-
 def compile_(netc_bin: str, out: Path, *intent: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
         [netc_bin, "compile", *map(str, intent), "--out", str(out)],
@@ -54,9 +46,9 @@ def leftovers(parent: Path) -> list[str]:
     return sorted(p.name for p in parent.iterdir() if ".tmp-" in p.name or ".old-" in p.name)
 
 
-def test_bad_intent_leaves_the_previous_output_untouched(netc_bin: str, scenario: Path, tmp_path: Path) -> None:
+def test_bad_intent_leaves_the_previous_output_untouched(netc_bin: str, s_intent: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
-    good = compile_(netc_bin, out, scenario)
+    good = compile_(netc_bin, out, s_intent)
     assert good.returncode == 0, good.stderr
     before = tree(out)
     assert any(k.startswith("ovs/") for k in before) and any(k.startswith("host/") for k in before)
@@ -64,7 +56,7 @@ def test_bad_intent_leaves_the_previous_output_untouched(netc_bin: str, scenario
     # after the evaluation, when the early rendering is under way.
     bad = tmp_path / "bad.ndl"
     bad.write_text('vm("t0", "stray", 02:00:00:ff:00:01, 10.208.9.9, "no-such-host").\n')
-    r = compile_(netc_bin, out, scenario, bad)
+    r = compile_(netc_bin, out, s_intent, bad)
     assert r.returncode == 1, r.stderr
     assert "vm unknown host" in r.stderr and "nothing was written" in r.stderr, r.stderr
     assert "panicked" not in r.stderr
@@ -72,22 +64,22 @@ def test_bad_intent_leaves_the_previous_output_untouched(netc_bin: str, scenario
     assert leftovers(tmp_path) == []
 
 
-def test_bad_intent_creates_no_output_directory(netc_bin: str, scenario: Path, tmp_path: Path) -> None:
+def test_bad_intent_creates_no_output_directory(netc_bin: str, s_intent: Path, tmp_path: Path) -> None:
     bad = tmp_path / "bad.ndl"
     bad.write_text('vm("t0", "stray", 02:00:00:ff:00:01, 10.208.9.9, "no-such-host").\n')
     out = tmp_path / "fresh"
-    r = compile_(netc_bin, out, scenario, bad)
+    r = compile_(netc_bin, out, s_intent, bad)
     assert r.returncode == 1, r.stderr
     assert not out.exists()
     assert leftovers(tmp_path) == []
 
 
-def test_a_good_compile_replaces_the_directory_with_the_same_output(netc_bin: str, scenario: Path, tmp_path: Path) -> None:
+def test_a_good_compile_replaces_the_directory_with_the_same_output(netc_bin: str, s_intent: Path, tmp_path: Path) -> None:
     first, second = tmp_path / "first", tmp_path / "second"
-    assert compile_(netc_bin, first, scenario).returncode == 0
+    assert compile_(netc_bin, first, s_intent).returncode == 0
     second.mkdir()
     (second / "stale.txt").write_text("from an older run")
-    r = compile_(netc_bin, second, scenario)
+    r = compile_(netc_bin, second, s_intent)
     assert r.returncode == 0, r.stderr
     assert not (second / "stale.txt").exists()
     assert same_tree(first, second), "the same intent compiles to the same bytes"

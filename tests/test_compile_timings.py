@@ -45,14 +45,6 @@ PLACEMENT_PARTS = {"read", "dump_format", "dump_write", "group"}
 ROUNDING = 1e-5 * (len(PHASES) + 1)
 
 
-@pytest.fixture(scope="module")
-def scenario(netc_bin: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    d = tmp_path_factory.mktemp("timings")
-    intent = d / "s.ndl"
-    subprocess.run([netc_bin, "gen", "--preset", "S", "--out", str(intent)], check=True, capture_output=True)
-    return intent
-
-
 def compile_(netc_bin: str, intent: Path, out: Path, *flags: str) -> tuple[subprocess.CompletedProcess, float]:
     start = time.monotonic()
     r = subprocess.run(
@@ -74,8 +66,8 @@ def same_tree(a: Path, b: Path) -> bool:
     return all(same_tree(a / d, b / d) for d in cmp.common_dirs)
 
 
-def test_json_timings_cover_every_phase_and_add_up(netc_bin: str, scenario: Path, tmp_path: Path) -> None:
-    r, lifetime = compile_(netc_bin, scenario, tmp_path / "out", "--json", "--timings")
+def test_json_timings_cover_every_phase_and_add_up(netc_bin: str, s_intent: Path, tmp_path: Path) -> None:
+    r, lifetime = compile_(netc_bin, s_intent, tmp_path / "out", "--json", "--timings")
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     t = doc["timings"]
@@ -110,9 +102,9 @@ def test_json_timings_cover_every_phase_and_add_up(netc_bin: str, scenario: Path
     assert t["load_average"] is None or t["load_average"] >= 0
 
 
-def test_text_timings_on_stderr_and_outputs_unchanged(netc_bin: str, scenario: Path, tmp_path: Path) -> None:
-    plain, _ = compile_(netc_bin, scenario, tmp_path / "plain")
-    timed, _ = compile_(netc_bin, scenario, tmp_path / "timed", "--timings")
+def test_text_timings_on_stderr_and_outputs_unchanged(netc_bin: str, s_intent: Path, tmp_path: Path) -> None:
+    plain, _ = compile_(netc_bin, s_intent, tmp_path / "plain")
+    timed, _ = compile_(netc_bin, s_intent, tmp_path / "timed", "--timings")
     assert plain.returncode == 0 and timed.returncode == 0, timed.stderr
     assert "wall s" not in plain.stderr
     for label in (
@@ -135,7 +127,7 @@ def test_text_timings_on_stderr_and_outputs_unchanged(netc_bin: str, scenario: P
     assert same_tree(tmp_path / "plain", tmp_path / "timed")
 
 
-def test_json_without_the_flag_has_no_timings(netc_bin: str, scenario: Path, tmp_path: Path) -> None:
-    r, _ = compile_(netc_bin, scenario, tmp_path / "out", "--json")
+def test_json_without_the_flag_has_no_timings(netc_bin: str, s_intent: Path, tmp_path: Path) -> None:
+    r, _ = compile_(netc_bin, s_intent, tmp_path / "out", "--json")
     assert r.returncode == 0, r.stderr
     assert "timings" not in json.loads(r.stdout)
