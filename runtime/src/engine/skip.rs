@@ -206,6 +206,32 @@ type KeyPair = (Vec<usize>, Vec<usize>);
 /// Per relation, its occurrences: pattern and neighbour edges.
 type Occs = FxHashMap<RelId, Vec<(ColProg, Vec<EdgeSpec>)>>;
 
+/// A join or anti-join key split by the atom that bound each slot:
+/// `(atom, that atom's columns, the joined relation's columns)`, in key
+/// order; key parts that are computed (not a slot an atom bound) are left
+/// out.
+fn key_by_atom(
+    left_key: &[Expr],
+    right_cols: &[usize],
+    origin: &[Option<(usize, usize)>],
+) -> Vec<(usize, Vec<usize>, Vec<usize>)> {
+    let mut by_atom: Vec<(usize, Vec<usize>, Vec<usize>)> = Vec::new();
+    for (e, &rc) in left_key.iter().zip(right_cols) {
+        let Expr::Slot(s) = e else { continue };
+        let Some(Some((a, ac))) = origin.get(*s).copied() else {
+            continue;
+        };
+        match by_atom.iter_mut().find(|(x, ..)| *x == a) {
+            Some((_, acs, rcs)) => {
+                acs.push(ac);
+                rcs.push(rc);
+            }
+            None => by_atom.push((a, vec![ac], vec![rc])),
+        }
+    }
+    by_atom
+}
+
 /// Collects, per relation, its occurrences in `body` (outer level: the
 /// source scan, the joins and the negations) with their neighbour edges
 /// `(own columns, neighbour relation, neighbour columns)`: for a positive
@@ -240,18 +266,8 @@ fn body_occurrences(body: &Body, occs: &mut Occs, always: &mut FxHashSet<RelId>)
                 cols,
             } => {
                 let j = atoms.len();
-                for (e, &rc) in left_key.iter().zip(right_key) {
-                    let Expr::Slot(s) = e else { continue };
-                    let Some(Some((a, ac))) = origin.get(*s).copied() else {
-                        continue;
-                    };
-                    match pairs.iter_mut().find(|(k, _)| *k == (a, j)) {
-                        Some((_, (acs, jcs))) => {
-                            acs.push(ac);
-                            jcs.push(rc);
-                        }
-                        None => pairs.push(((a, j), (vec![ac], vec![rc]))),
-                    }
+                for (a, acs, jcs) in key_by_atom(left_key, right_key, &origin) {
+                    pairs.push(((a, j), (acs, jcs)));
                 }
                 let pattern = ColProg::new(cols);
                 origin.extend(pattern.binds().iter().map(|&c| Some((j, c))));
@@ -264,21 +280,7 @@ fn body_occurrences(body: &Body, occs: &mut Occs, always: &mut FxHashSet<RelId>)
             } => {
                 // A negated row matters only to the bindings its key meets:
                 // the atoms binding the key are its neighbours.
-                let mut by_atom: Vec<(usize, Vec<usize>, Vec<usize>)> = Vec::new();
-                for (e, &rc) in left_key.iter().zip(right_cols) {
-                    let Expr::Slot(s) = e else { continue };
-                    let Some(Some((a, ac))) = origin.get(*s).copied() else {
-                        continue;
-                    };
-                    match by_atom.iter_mut().find(|(x, ..)| *x == a) {
-                        Some((_, acs, rcs)) => {
-                            acs.push(ac);
-                            rcs.push(rc);
-                        }
-                        None => by_atom.push((a, vec![ac], vec![rc])),
-                    }
-                }
-                let edges = by_atom
+                let edges = key_by_atom(left_key, right_cols, &origin)
                     .into_iter()
                     .filter(|(a, ..)| atoms[*a].rel != *rel)
                     .map(|(a, acs, rcs)| (rcs, atoms[a].rel, acs))
