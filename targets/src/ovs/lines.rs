@@ -13,7 +13,7 @@
 //! sort compares (table, priority) first, strings only within a block.
 
 use super::dump::MARKER_TABLE;
-use super::text::flow_cookie;
+use super::text::{decimal, flow_cookie};
 use netc_compiler::value::{Row, Sym, Value};
 use std::cmp::Reverse;
 
@@ -88,9 +88,9 @@ pub fn flows_text(rows: &[Row]) -> Option<String> {
     let mut out = String::with_capacity(bytes);
     for l in &lines {
         out.push_str("table=");
-        push_decimal(&mut out, u64::from(l.table));
+        push_decimal(&mut out, u16::from(l.table));
         out.push_str(",priority=");
-        push_decimal(&mut out, u64::from(l.priority));
+        push_decimal(&mut out, l.priority);
         out.push_str(",cookie=0x");
         push_hex16(&mut out, l.cookie);
         if !l.matches.is_empty() {
@@ -123,19 +123,10 @@ fn symbol(v: &Value) -> Option<Sym> {
 }
 
 /// Appends `n` in decimal (as `{}` formats it).
-pub(super) fn push_decimal(out: &mut String, mut n: u64) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
+fn push_decimal(out: &mut String, n: u16) {
+    let mut digits = [0u8; 5];
     // Only ASCII digits were written.
-    out.push_str(std::str::from_utf8(&digits[i..]).unwrap_or_default());
+    out.push_str(std::str::from_utf8(decimal(n, &mut digits)).unwrap_or_default());
 }
 
 /// Appends the 16 lowercase hex digits of `n` (as `{:016x}` formats it).

@@ -129,7 +129,7 @@ pub fn flow_cookie(concern: u8, table: u8, priority: u16, matches: &str, actions
 }
 
 /// `n` in decimal, in the end of `buf`.
-fn decimal(mut n: u16, buf: &mut [u8; 5]) -> &[u8] {
+pub(super) fn decimal(mut n: u16, buf: &mut [u8; 5]) -> &[u8] {
     let mut i = buf.len();
     loop {
         i -= 1;
