@@ -310,11 +310,8 @@ fn run_inner(args: &VerifyArgs) -> Result<Outcome, Outcome> {
         (None, Some(c)) => {
             tmp = std::env::temp_dir().join(format!("netc-verify-{}", std::process::id()));
             let _ = std::fs::remove_dir_all(&tmp);
-            let written = intent::write_relations(&c.plan, &c.engine, &tmp)
-                .map_err(|e| e.to_string())
-                .and_then(|_| {
-                    intent::write_artifacts(&c.plan, &c.engine, &tmp).map_err(|e| e.to_string())
-                });
+            let written = intent::write_outputs(&c.plan, &c.engine, &tmp, intent::Early::none())
+                .map_err(|e| e.to_string());
             if let Err(e) = written {
                 let _ = std::fs::remove_dir_all(&tmp);
                 return Err(Outcome::InputError(

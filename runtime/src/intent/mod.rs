@@ -13,8 +13,9 @@
 //! 5. [`write_artifacts`]: the device targets (`netc_targets`) render each
 //!    device's rows into `OUT/ovs/`, `OUT/p4/`, `OUT/host/`.
 //!
-//! [`write_early`] and [`write_outputs`] (`netc compile`) do 4 and 5 at
-//! once, on both cores, reading each relation once (`output.rs`);
+//! [`write_early`] and [`write_outputs`] (`netc compile`; `write_outputs`
+//! alone: `netc verify INTENT`, `netc serve`) do 4 and 5 at once, on both
+//! cores, reading each relation once (`output.rs`);
 //! [`write_atomically`] replaces the output directory as a whole.
 //! `timings.rs` is `netc compile --timings`: each step's wall and CPU time.
 //! `settled.rs`: the relations the placement's commit cannot change, which

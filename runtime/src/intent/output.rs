@@ -15,7 +15,10 @@
 //!   in order from one counter ([`render_devices`]): same files, same bytes
 //!   as one thread, and the same error — the first target in order with a
 //!   failing device, and its first failing device in order;
-//! - [`write_relations`] / [`write_artifacts`]: each alone, on one thread;
+//!   `Early::none()` (`netc verify INTENT`, `netc serve`'s verification):
+//!   all of it, each relation read once;
+//! - [`write_relations`] / [`write_artifacts`]: each alone, on one thread
+//!   (the reference the tests compare [`write_outputs`] with);
 //! - [`write_atomically`] ([`Staging`]): a reader never sees a
 //!   half-written directory.
 //!

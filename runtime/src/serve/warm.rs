@@ -443,11 +443,8 @@ impl Warm {
         let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let dir = std::env::temp_dir().join(format!("netc-warm-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        let written = intent::write_relations(&self.plan, &self.engine, &dir)
-            .map_err(|e| e.to_string())
-            .and_then(|_| {
-                intent::write_artifacts(&self.plan, &self.engine, &dir).map_err(|e| e.to_string())
-            });
+        let written = intent::write_outputs(&self.plan, &self.engine, &dir, intent::Early::none())
+            .map_err(|e| e.to_string());
         let loaded = written
             .and_then(|_| netc_verify::artifacts::Artifacts::load(&dir).map_err(|e| e.to_string()));
         let _ = std::fs::remove_dir_all(&dir);
