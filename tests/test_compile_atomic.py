@@ -74,6 +74,14 @@ def test_bad_intent_creates_no_output_directory(netc_bin: str, s_intent: Path, t
     assert leftovers(tmp_path) == []
 
 
+def test_bad_intent_leaves_no_parent_directory_it_made(netc_bin: str, s_intent: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.ndl"
+    bad.write_text('vm("t0", "stray", 02:00:00:ff:00:01, 10.208.9.9, "no-such-host").\n')
+    r = compile_(netc_bin, tmp_path / "a" / "b" / "out", s_intent, bad)
+    assert r.returncode == 1, r.stderr
+    assert not (tmp_path / "a").exists(), sorted(p.name for p in tmp_path.rglob("*"))
+
+
 def test_a_good_compile_replaces_the_directory_with_the_same_output(netc_bin: str, s_intent: Path, tmp_path: Path) -> None:
     first, second = tmp_path / "first", tmp_path / "second"
     assert compile_(netc_bin, first, s_intent).returncode == 0

@@ -602,12 +602,16 @@ pub fn write_atomically(
 /// A fresh sibling directory of `out` being filled: [`write_atomically`]
 /// in two halves, for a caller that starts writing before it knows whether
 /// it will finish. [`Staging::finish`] renames it into place; dropped
-/// unfinished, it is removed and `out` is untouched.
+/// unfinished, it is removed and `out` is untouched, and so is the file
+/// system above it: parent directories it had to create are removed too.
 #[derive(Debug)]
 pub struct Staging {
     out: PathBuf,
     tmp: PathBuf,
     old: PathBuf,
+    /// The parents of `out` that [`Staging::begin`] created, innermost
+    /// first: a refused compile must not leave `a/b/` behind for `--out a/b/out`.
+    created: Vec<PathBuf>,
     finished: bool,
 }
 
@@ -617,6 +621,11 @@ impl Staging {
             .parent()
             .filter(|p| !p.as_os_str().is_empty())
             .unwrap_or(Path::new("."));
+        let created: Vec<PathBuf> = parent
+            .ancestors()
+            .take_while(|a| !a.as_os_str().is_empty() && !a.exists())
+            .map(Path::to_path_buf)
+            .collect();
         std::fs::create_dir_all(parent)?;
         let name = out
             .file_name()
@@ -630,6 +639,7 @@ impl Staging {
             out: out.to_path_buf(),
             tmp,
             old,
+            created,
             finished: false,
         })
     }
@@ -656,6 +666,13 @@ impl Drop for Staging {
     fn drop(&mut self) {
         if !self.finished {
             let _ = std::fs::remove_dir_all(&self.tmp);
+            // `remove_dir` refuses a directory someone else has written
+            // into meanwhile, which is what we want.
+            for dir in &self.created {
+                if std::fs::remove_dir(dir).is_err() {
+                    break;
+                }
+            }
         }
     }
 }
@@ -742,6 +759,24 @@ mod tests {
         assert_eq!(files(&one), files(&two));
         let _ = std::fs::remove_dir_all(&one);
         let _ = std::fs::remove_dir_all(&two);
+    }
+
+    #[test]
+    fn an_unfinished_staging_leaves_no_directory_it_created() {
+        let root = scratch("staging");
+        std::fs::create_dir_all(root.join("kept")).unwrap();
+        let out = root.join("kept/a/b/out");
+        let staging = Staging::begin(&out).unwrap();
+        std::fs::write(staging.dir().join("x"), "half").unwrap();
+        assert!(root.join("kept/a/b").is_dir());
+        drop(staging);
+        assert!(root.join("kept").is_dir(), "a parent that existed stays");
+        assert!(!root.join("kept/a").exists(), "{:?}", files(&root));
+        // Finished, the parents it made are the output's and stay.
+        let staging = Staging::begin(&out).unwrap();
+        staging.finish().unwrap();
+        assert!(out.is_dir());
+        let _ = std::fs::remove_dir_all(&root);
     }
 
     #[test]
