@@ -9,6 +9,7 @@ hint — never a panic or a stack trace. (Every command's `--help` epilogue,
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -147,6 +148,29 @@ def test_program_errors_exit_1_with_all_diagnostics(netc_bin, tmp_path):
     assert "^" in r.stderr, "the source line is shown with a caret"
     r2 = netc(netc_bin, "run", "-D", "-", str(prog))
     assert_clean_error(r2, 1)
+
+
+def test_intent_checked_as_a_plain_program_is_capped_with_a_hint(netc_bin, tmp_path):
+    intent = tmp_path / "s.ndl"
+    r = netc(netc_bin, "gen", "--preset", "S", "--out", str(intent))
+    assert r.returncode == 0, r.stderr
+    facts = sum(1 for line in intent.read_text().splitlines() if line and not line.startswith(("//", ".")))
+    r = netc(netc_bin, "check", str(intent))
+    assert_clean_error(r, 1)
+    shown = r.stderr.count("error[E0101]")
+    assert shown == 20, shown
+    assert f"... and {facts - 20} more not shown" in r.stderr
+    assert f"{facts} errors found" in r.stderr
+    assert "netc check --intent" in r.stderr and "`switch`" in r.stderr, r.stderr[-600:]
+    # --json still lists every diagnostic.
+    j = netc(netc_bin, "check", "--json", str(intent))
+    assert j.returncode == 1
+    assert len(json.loads(j.stdout)["error"]["diagnostics"]) == facts
+    # A plain program's own undeclared relation gets no intent hint.
+    prog = write(tmp_path, "p.dl", "path(x, y) :- edge(x, y).\n")
+    r = netc(netc_bin, "check", str(prog))
+    assert_clean_error(r, 1)
+    assert "--intent" not in r.stderr and "more not shown" not in r.stderr, r.stderr
 
 
 def test_usage_errors_exit_2(netc_bin, tmp_path):

@@ -185,10 +185,22 @@ impl Diagnostics {
     }
 
     pub fn render_all(&self, sources: &SourceMap) -> String {
-        self.sorted()
+        self.render_first(sources, usize::MAX).0
+    }
+
+    /// The first `limit` of [`Diagnostics::sorted`], rendered, and how many
+    /// were left out: a file of 50,000 facts for undeclared relations must
+    /// not bury the summary (and the hint that explains them all) under
+    /// 50,000 copies of one error.
+    pub fn render_first(&self, sources: &SourceMap, limit: usize) -> (String, usize) {
+        let sorted = self.sorted();
+        let left_out = sorted.len().saturating_sub(limit);
+        let text = sorted
             .iter()
+            .take(limit)
             .map(|d| d.render(sources))
             .collect::<Vec<_>>()
-            .join("\n")
+            .join("\n");
+        (text, left_out)
     }
 }

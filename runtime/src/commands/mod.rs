@@ -87,7 +87,13 @@ pub fn report(c: &Compilation) -> bool {
     }
     if !c.diagnostics.items.is_empty() {
         output::clear_progress();
-        eprint!("{}", c.diagnostics.render_all(&c.sources));
+        let (text, left_out) = c.diagnostics.render_first(&c.sources, SHOWN_DIAGNOSTICS);
+        eprint!("{text}");
+        if left_out > 0 {
+            eprintln!(
+                "\n... and {left_out} more not shown (the first {SHOWN_DIAGNOSTICS} are; --json lists every one)"
+            );
+        }
     }
     let errors = c.diagnostics.error_count();
     let warnings = c.diagnostics.items.len() - errors;
@@ -102,8 +108,47 @@ pub fn report(c: &Compilation) -> bool {
                 String::new()
             }
         );
+        if let Some(hint) = intent_hint(c) {
+            eprintln!("{hint}");
+        }
     }
     errors > 0
+}
+
+/// How many diagnostics a command prints before it says how many more
+/// there are (as compilers cap theirs): an intent file checked as a plain
+/// program has one error per fact.
+const SHOWN_DIAGNOSTICS: usize = 20;
+
+/// A hint when undeclared relations are the standard rules' own (`vm`,
+/// `switch`, ...): the files are network intent, read without the rules.
+fn intent_hint(c: &Compilation) -> Option<String> {
+    // In the order the files first use them, each once.
+    let mut names: Vec<&str> = Vec::new();
+    for d in c.diagnostics.sorted() {
+        let name = (d.code == "E0101")
+            .then(|| {
+                d.message
+                    .strip_prefix("undeclared relation `")?
+                    .strip_suffix('`')
+            })
+            .flatten();
+        if let Some(n) = name.filter(|n| !names.contains(n)) {
+            names.push(n);
+        }
+    }
+    names.retain(|n| intent::rules::declares(n));
+    if names.is_empty() {
+        return None;
+    }
+    let shown: Vec<String> = names.iter().take(4).map(|n| format!("`{n}`")).collect();
+    let more = if names.len() > 4 { ", ..." } else { "" };
+    Some(format!(
+        "hint: {}{more} {} declared by netc's standard rules: these files look like network intent; \
+         check them with `netc check --intent FILE...` or compile them with `netc compile FILE...`",
+        shown.join(", "),
+        if names.len() == 1 { "is" } else { "are" },
+    ))
 }
 
 fn plural(n: usize) -> &'static str {

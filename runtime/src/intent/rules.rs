@@ -34,6 +34,19 @@ pub const STANDARD_RULES: &[(&str, &str)] = &[
     ("yoda.ndl", include_str!("../../../rules/yoda.ndl")),
 ];
 
+/// True if the standard rules declare a relation `name`: how `netc check`
+/// and `netc run` tell a user who gave them intent as a plain program.
+pub fn declares(name: &str) -> bool {
+    STANDARD_RULES.iter().any(|(_, text)| {
+        text.lines().any(|line| {
+            line.trim_start()
+                .strip_prefix(".decl ")
+                .and_then(|rest| rest.split('(').next())
+                .is_some_and(|n| n.trim() == name)
+        })
+    })
+}
+
 /// The rules as compilation inputs: embedded, or every `*.ndl` of `dir`
 /// (sorted by name) when given.
 pub fn rule_inputs(dir: Option<&Path>) -> std::io::Result<Vec<SourceInput>> {
@@ -80,6 +93,16 @@ mod tests {
         assert_eq!(on_disk, embedded, "rules/ and STANDARD_RULES differ: list every rules file in runtime/src/intent/rules.rs");
         for (name, text) in STANDARD_RULES {
             assert_eq!(std::fs::read_to_string(dir.join(name)).unwrap(), *text);
+        }
+    }
+
+    #[test]
+    fn declares_names_the_standard_relations_only() {
+        for name in ["vm", "switch", "ovs_flow", "error_ovs_flow_conflict"] {
+            assert!(declares(name), "{name}");
+        }
+        for name in ["edge", "vm_", "sw", ""] {
+            assert!(!declares(name), "{name}");
         }
     }
 }
