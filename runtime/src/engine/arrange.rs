@@ -39,8 +39,25 @@ pub type KeyTrace<T> = TraceAgent<KeySpine<Tuple, T, isize>>;
 pub type Inner = Product<u64, u32>;
 
 /// Timestamps the renderer works with: the epoch (`u64`) and [`Inner`].
-pub trait Time: Timestamp + Lattice + Refines<u64> {}
-impl<T: Timestamp + Lattice + Refines<u64>> Time for T {}
+pub trait Time: Timestamp + Lattice + Refines<u64> {
+    /// `distinct` of a collection nothing joins on as an arrangement (an
+    /// aggregate's group keys). Why per time: at the epoch's total order it
+    /// is [`distinct_total`] (an arrangement of the input and one operator,
+    /// no output trace); in a loop's partial order, `distinct` itself.
+    fn distinct_keys<'s>(c: Coll<'s, Self>) -> Coll<'s, Self>;
+}
+
+impl Time for u64 {
+    fn distinct_keys<'s>(c: Coll<'s, u64>) -> Coll<'s, u64> {
+        distinct_total(c, "Aggregate keys")
+    }
+}
+
+impl Time for Inner {
+    fn distinct_keys<'s>(c: Coll<'s, Inner>) -> Coll<'s, Inner> {
+        c.distinct()
+    }
+}
 
 /// Per-worker counters shared by the operators of one dataflow.
 #[derive(Default, Debug)]

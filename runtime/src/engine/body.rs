@@ -353,15 +353,12 @@ fn render_body<'s, T: Time>(
                 left_key,
                 right_cols,
             } => {
+                // `rows − (rows whose key is in the key set)`: the rows
+                // themselves, not the keyed ones with the key dropped again
+                // (one operator fewer per negation).
                 let keys = env.keyset(*rel, right_cols)?;
-                let k = keyed(rows, layout.exprs(left_key));
-                let matched = semijoin(k.clone(), &keys);
-                rows = k
-                    .map(move |(_, r)| {
-                        counters.tick();
-                        r
-                    })
-                    .concat(matched.negate());
+                let matched = semijoin(keyed(rows.clone(), layout.exprs(left_key)), &keys);
+                rows = rows.concat(matched.negate());
             }
             Step::Filter(c) => {
                 let c = layout.cond(c);
@@ -510,7 +507,7 @@ fn render_aggregate<'s, T: Time>(
 ) -> Result<Arranged<'s, ValTrace<T>>, String> {
     let glen = gkey.len();
     let gkey = RowProg::new(&gkey);
-    let keys = rows.flat_map(move |r| gkey.apply(&r)).distinct();
+    let keys = T::distinct_keys(rows.flat_map(move |r| gkey.apply(&r)));
     let mut need: BTreeSet<usize> = (0..glen).collect();
     if let Some(v) = value {
         expr_slots(v, &mut need);

@@ -502,9 +502,15 @@ fn finish_flat<'s>(env: &Env<'s, u64>, rel: RelId, parts: Vec<Coll<'s, u64>>) ->
 /// A counted relation's `base ∪ rule outputs` as a multiset, each row on
 /// the worker its hash names (so one worker's captured part holds all of a
 /// row's changes and the driver's counts never go below zero mid-epoch).
+/// With one worker every row is on it already: no exchange operator (one
+/// operator and channel fewer in every piece with a counted output, which
+/// a warm change pays for in each such piece it reaches).
 fn finish_counted<'s>(parts: Vec<Coll<'s, u64>>) -> Coll<'s, u64> {
-    concat(parts)
-        .inner
+    let all = concat(parts);
+    if all.inner.scope().peers() == 1 {
+        return all;
+    }
+    all.inner
         .exchange(|(t, _, _): &(Tuple, u64, isize)| t.route())
         .as_collection()
 }
