@@ -126,10 +126,16 @@ impl<'s> KeyArr<'s, u64> {
     }
 }
 
-/// Joins keyed rows with an arrangement; `logic(row, tuple)`.
-pub fn join<'s, T: Time, L>(left: Keyed<'s, T>, right: &Arr<'s, T>, mut logic: L) -> Coll<'s, T>
+/// Joins keyed rows with an arrangement; `logic(row, tuple)` gives a row
+/// (or, fused with the next join's key, a keyed row: `D`).
+pub fn join<'s, T: Time, L, D>(
+    left: Keyed<'s, T>,
+    right: &Arr<'s, T>,
+    mut logic: L,
+) -> VecCollection<'s, T, D, isize>
 where
-    L: FnMut(&Tuple, &Tuple) -> Option<Tuple> + 'static,
+    L: FnMut(&Tuple, &Tuple) -> Option<D> + 'static,
+    D: differential_dataflow::Data,
 {
     match right {
         Arr::Own(r) => left.join_core(r.clone(), move |_k, l, t| logic(l, t)),
@@ -139,10 +145,15 @@ where
 
 /// Joins two arrangements on their keys; `logic(left tuple, right tuple)`.
 /// Neither side is re-arranged: this is how a body that starts with a plain
-/// scan shares the scanned relation's arrangement.
-pub fn join_arrs<'s, T: Time, L>(left: &Arr<'s, T>, right: &Arr<'s, T>, mut logic: L) -> Coll<'s, T>
+/// scan shares the scanned relation's arrangement. `D` as in [`join`].
+pub fn join_arrs<'s, T: Time, L, D>(
+    left: &Arr<'s, T>,
+    right: &Arr<'s, T>,
+    mut logic: L,
+) -> VecCollection<'s, T, D, isize>
 where
-    L: FnMut(&Tuple, &Tuple) -> Option<Tuple> + 'static,
+    L: FnMut(&Tuple, &Tuple) -> Option<D> + 'static,
+    D: differential_dataflow::Data,
 {
     match (left, right) {
         (Arr::Own(l), Arr::Own(r)) => l.clone().join_core(r.clone(), move |_k, a, b| logic(a, b)),
