@@ -493,6 +493,7 @@ fn render_body<'s, T: Time>(
                         env,
                         plan,
                         rows,
+                        layout.0.len(),
                         gkey,
                         *func,
                         inner,
@@ -519,6 +520,7 @@ fn render_body<'s, T: Time>(
                     env,
                     plan,
                     rows.clone(),
+                    layout.0.len(),
                     gkey.clone(),
                     *func,
                     inner,
@@ -590,12 +592,13 @@ fn reads_only_group(
 /// The reduce sees, per group key, one marker (an empty tuple, so groups
 /// without inner rows still exist: count/sum give 0 there) and the inner
 /// values with their multiplicities (one per combination of inner tuples,
-/// as Souffle counts).
+/// as Souffle counts). `width`: how many values each of `rows` holds.
 #[allow(clippy::too_many_arguments)]
 fn render_aggregate<'s, T: Time>(
     env: &mut Env<'s, T>,
     plan: &Plan,
     rows: Coll<'s, T>,
+    width: usize,
     gkey: Vec<Expr>,
     func: AggFunc,
     inner: &Body,
@@ -604,7 +607,14 @@ fn render_aggregate<'s, T: Time>(
 ) -> Result<Arranged<'s, ValTrace<T>>, String> {
     let glen = gkey.len();
     let gkey = RowProg::new(&gkey);
-    let keys = T::distinct_keys(rows.flat_map(move |r| gkey.apply(&r)));
+    // Rows of `width` values that are their group key already (the scan
+    // before kept just the group's slots, in order): no projection operator.
+    let projected = if gkey.is_identity(glen) && width == glen {
+        rows
+    } else {
+        rows.flat_map(move |r| gkey.apply(&r))
+    };
+    let keys = T::distinct_keys(projected);
     let mut need: BTreeSet<usize> = (0..glen).collect();
     if let Some(v) = value {
         expr_slots(v, &mut need);
