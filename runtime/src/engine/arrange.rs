@@ -39,8 +39,25 @@ pub type KeyTrace<T> = TraceAgent<KeySpine<Tuple, T, isize>>;
 pub type Inner = Product<u64, u32>;
 
 /// Timestamps the renderer works with: the epoch (`u64`) and [`Inner`].
-pub trait Time: Timestamp + Lattice + Refines<u64> {}
-impl<T: Timestamp + Lattice + Refines<u64>> Time for T {}
+pub trait Time: Timestamp + Lattice + Refines<u64> {
+    /// `distinct` of a collection nothing joins on as an arrangement (an
+    /// aggregate's group keys). Why per time: at the epoch's total order it
+    /// is [`distinct_total`] (an arrangement of the input and one operator,
+    /// no output trace); in a loop's partial order, `distinct` itself.
+    fn distinct_keys<'s>(c: Coll<'s, Self>) -> Coll<'s, Self>;
+}
+
+impl Time for u64 {
+    fn distinct_keys<'s>(c: Coll<'s, u64>) -> Coll<'s, u64> {
+        distinct_total(c, "Aggregate keys")
+    }
+}
+
+impl Time for Inner {
+    fn distinct_keys<'s>(c: Coll<'s, Inner>) -> Coll<'s, Inner> {
+        c.distinct()
+    }
+}
 
 /// Per-worker counters shared by the operators of one dataflow.
 #[derive(Default, Debug)]
@@ -109,10 +126,16 @@ impl<'s> KeyArr<'s, u64> {
     }
 }
 
-/// Joins keyed rows with an arrangement; `logic(row, tuple)`.
-pub fn join<'s, T: Time, L>(left: Keyed<'s, T>, right: &Arr<'s, T>, mut logic: L) -> Coll<'s, T>
+/// Joins keyed rows with an arrangement; `logic(row, tuple)` gives a row
+/// (or, fused with the next join's key, a keyed row: `D`).
+pub fn join<'s, T: Time, L, D>(
+    left: Keyed<'s, T>,
+    right: &Arr<'s, T>,
+    mut logic: L,
+) -> VecCollection<'s, T, D, isize>
 where
-    L: FnMut(&Tuple, &Tuple) -> Option<Tuple> + 'static,
+    L: FnMut(&Tuple, &Tuple) -> Option<D> + 'static,
+    D: differential_dataflow::Data,
 {
     match right {
         Arr::Own(r) => left.join_core(r.clone(), move |_k, l, t| logic(l, t)),
@@ -122,10 +145,15 @@ where
 
 /// Joins two arrangements on their keys; `logic(left tuple, right tuple)`.
 /// Neither side is re-arranged: this is how a body that starts with a plain
-/// scan shares the scanned relation's arrangement.
-pub fn join_arrs<'s, T: Time, L>(left: &Arr<'s, T>, right: &Arr<'s, T>, mut logic: L) -> Coll<'s, T>
+/// scan shares the scanned relation's arrangement. `D` as in [`join`].
+pub fn join_arrs<'s, T: Time, L, D>(
+    left: &Arr<'s, T>,
+    right: &Arr<'s, T>,
+    mut logic: L,
+) -> VecCollection<'s, T, D, isize>
 where
-    L: FnMut(&Tuple, &Tuple) -> Option<Tuple> + 'static,
+    L: FnMut(&Tuple, &Tuple) -> Option<D> + 'static,
+    D: differential_dataflow::Data,
 {
     match (left, right) {
         (Arr::Own(l), Arr::Own(r)) => l.clone().join_core(r.clone(), move |_k, a, b| logic(a, b)),

@@ -19,7 +19,9 @@
 //!   that virtual row in the same closure (no `filter` operator, and a body
 //!   ending in filters emits its head there too). A
 //!   body starting with a plain scan and a join by slots joins two shared
-//!   arrangements (see [`scan_join`]).
+//!   arrangements (see [`scan_join`]). A scan, join or bind followed by a
+//!   join emits its rows already keyed by that join's key (no `keyed` map
+//!   between them: `next_join_key`).
 
 use super::arrange::{join, join_arrs, semijoin, Arr, Coll, Env, Keyed, Time, ValTrace};
 use super::eval::{
@@ -207,6 +209,23 @@ fn keyed<'s, T: Time>(rows: Coll<'s, T>, key: Vec<Expr>) -> Keyed<'s, T> {
     rows.flat_map(move |r| key.apply(&r).map(|k| (k, r)))
 }
 
+/// The key of the join at `steps[next]` over rows laid out as `out`, if that
+/// step is a join: the step before it then emits its rows keyed (the key
+/// computed in its own closure) instead of a `keyed` map after it — one
+/// operator and channel fewer per join that follows another step.
+fn next_join_key(steps: &[Step], next: usize, out: &Layout) -> Option<RowProg> {
+    match steps.get(next)? {
+        Step::Join { left_key, .. } => Some(RowProg::new(&out.exprs(left_key))),
+        _ => None,
+    }
+}
+
+/// A materialized step's output: rows, or rows keyed for the next join.
+enum Made<'s, T: Time> {
+    Rows(Coll<'s, T>),
+    Keyed(Keyed<'s, T>),
+}
+
 /// Renders a body (see module docs). `outer`: for an aggregate's inner body,
 /// the group keys and their width.
 fn render_body<'s, T: Time>(
@@ -241,11 +260,11 @@ fn render_body<'s, T: Time>(
     let counters = env.counters.clone();
     let mut skip = 0;
     let mut done = false;
-    let (mut rows, mut layout, mut lw) = match &body.source {
-        Source::Unit => (env.unit.clone(), Layout(vec![]), 0),
+    let (made, mut layout, mut lw) = match &body.source {
+        Source::Unit => (Made::Rows(env.unit.clone()), Layout(vec![]), 0),
         Source::Outer => {
             let (keys, glen) = outer.ok_or("Source::Outer outside an aggregate")?;
-            (keys, Layout::identity(glen), glen)
+            (Made::Rows(keys), Layout::identity(glen), glen)
         }
         Source::Scan(scan) => {
             let cp = ColProg::new(&scan.cols);
@@ -259,18 +278,32 @@ fn render_body<'s, T: Time>(
                 skip = next;
                 done = emit.head;
                 let out = Layout(std::mem::take(&mut emit.layout.0));
-                let rows = join_arrs(&l, &r, move |a, b| {
-                    counters.tick();
-                    if !rcp.matches(b) {
-                        return None;
-                    }
-                    emit.apply(&Joined {
-                        left: a,
-                        right: b,
-                        binds: rcp.binds(),
-                    })
-                });
-                (rows, out, nb + k)
+                let made = match next_join_key(steps, next, &out) {
+                    None => Made::Rows(join_arrs(&l, &r, move |a, b| {
+                        counters.tick();
+                        if !rcp.matches(b) {
+                            return None;
+                        }
+                        emit.apply(&Joined {
+                            left: a,
+                            right: b,
+                            binds: rcp.binds(),
+                        })
+                    })),
+                    Some(key) => Made::Keyed(join_arrs(&l, &r, move |a, b| {
+                        counters.tick();
+                        if !rcp.matches(b) {
+                            return None;
+                        }
+                        let row = emit.apply(&Joined {
+                            left: a,
+                            right: b,
+                            binds: rcp.binds(),
+                        })?;
+                        Some((key.apply(&row)?, row))
+                    })),
+                };
+                (made, out, nb + k)
             } else {
                 let c = env.coll(scan.rel)?;
                 // Filters at the start are fused into the scan.
@@ -293,25 +326,50 @@ fn render_body<'s, T: Time>(
                 skip = f;
                 done = emit.head;
                 let out = Layout(std::mem::take(&mut emit.layout.0));
-                let rows = if cp.is_identity() && emit.conds.is_empty() && emit.prog.is_identity(nb)
+                let made = if cp.is_identity() && emit.conds.is_empty() && emit.prog.is_identity(nb)
                 {
-                    c
+                    Made::Rows(c)
                 } else {
                     let empty = Tuple::empty();
-                    c.flat_map(move |t| {
-                        counters.tick();
-                        if !cp.matches(&t) {
-                            return None;
-                        }
-                        emit.apply(&Joined {
-                            left: &empty,
-                            right: &t,
-                            binds: cp.binds(),
-                        })
-                    })
+                    match next_join_key(steps, f, &out) {
+                        None => Made::Rows(c.flat_map(move |t| {
+                            counters.tick();
+                            if !cp.matches(&t) {
+                                return None;
+                            }
+                            emit.apply(&Joined {
+                                left: &empty,
+                                right: &t,
+                                binds: cp.binds(),
+                            })
+                        })),
+                        Some(key) => Made::Keyed(c.flat_map(move |t| {
+                            counters.tick();
+                            if !cp.matches(&t) {
+                                return None;
+                            }
+                            let row = emit.apply(&Joined {
+                                left: &empty,
+                                right: &t,
+                                binds: cp.binds(),
+                            })?;
+                            Some((key.apply(&row)?, row))
+                        })),
+                    }
                 };
-                (rows, out, nb)
+                (made, out, nb)
             }
+        }
+    };
+    // Rows keyed for the join at the next step, made by the step before it
+    // (`next_join_key`); that join takes them, so `rows` is not read
+    // meanwhile (it holds the unit collection as a placeholder).
+    let mut pre: Option<Keyed<'s, T>> = None;
+    let mut rows = match made {
+        Made::Rows(r) => r,
+        Made::Keyed(k) => {
+            pre = Some(k);
+            env.unit.clone()
         }
     };
     let mut i = skip;
@@ -335,17 +393,40 @@ fn render_body<'s, T: Time>(
                 lw += k;
                 done = emit.head;
                 let out = Layout(std::mem::take(&mut emit.layout.0));
-                rows = join(keyed(rows, layout.exprs(left_key)), &arr, move |row, t| {
-                    counters.tick();
-                    if !rcp.matches(t) {
-                        return None;
+                let left = match pre.take() {
+                    Some(k) => k,
+                    None => keyed(rows, layout.exprs(left_key)),
+                };
+                match next_join_key(steps, next, &out) {
+                    None => {
+                        rows = join(left, &arr, move |row, t| {
+                            counters.tick();
+                            if !rcp.matches(t) {
+                                return None;
+                            }
+                            emit.apply(&Joined {
+                                left: row,
+                                right: t,
+                                binds: rcp.binds(),
+                            })
+                        })
                     }
-                    emit.apply(&Joined {
-                        left: row,
-                        right: t,
-                        binds: rcp.binds(),
-                    })
-                });
+                    Some(key) => {
+                        pre = Some(join(left, &arr, move |row, t| {
+                            counters.tick();
+                            if !rcp.matches(t) {
+                                return None;
+                            }
+                            let r = emit.apply(&Joined {
+                                left: row,
+                                right: t,
+                                binds: rcp.binds(),
+                            })?;
+                            Some((key.apply(&r)?, r))
+                        }));
+                        rows = env.unit.clone();
+                    }
+                }
                 layout = out;
             }
             Step::AntiJoin {
@@ -353,15 +434,12 @@ fn render_body<'s, T: Time>(
                 left_key,
                 right_cols,
             } => {
+                // `rows − (rows whose key is in the key set)`: the rows
+                // themselves, not the keyed ones with the key dropped again
+                // (one operator fewer per negation).
                 let keys = env.keyset(*rel, right_cols)?;
-                let k = keyed(rows, layout.exprs(left_key));
-                let matched = semijoin(k.clone(), &keys);
-                rows = k
-                    .map(move |(_, r)| {
-                        counters.tick();
-                        r
-                    })
-                    .concat(matched.negate());
+                let matched = semijoin(keyed(rows.clone(), layout.exprs(left_key)), &keys);
+                rows = rows.concat(matched.negate());
             }
             Step::Filter(c) => {
                 let c = layout.cond(c);
@@ -377,11 +455,24 @@ fn render_body<'s, T: Time>(
                 lw += 1;
                 done = emit.head;
                 let out = Layout(std::mem::take(&mut emit.layout.0));
-                rows = rows.flat_map(move |r| {
-                    counters.tick();
-                    let extra = eval::eval(&e, &r)?;
-                    emit.apply(&Appended { row: &r, extra })
-                });
+                match next_join_key(steps, next, &out) {
+                    None => {
+                        rows = rows.flat_map(move |r| {
+                            counters.tick();
+                            let extra = eval::eval(&e, &r)?;
+                            emit.apply(&Appended { row: &r, extra })
+                        })
+                    }
+                    Some(key) => {
+                        pre = Some(rows.flat_map(move |r| {
+                            counters.tick();
+                            let extra = eval::eval(&e, &r)?;
+                            let row = emit.apply(&Appended { row: &r, extra })?;
+                            Some((key.apply(&row)?, row))
+                        }));
+                        rows = env.unit.clone();
+                    }
+                }
                 layout = out;
             }
             Step::Aggregate {
@@ -402,6 +493,7 @@ fn render_body<'s, T: Time>(
                         env,
                         plan,
                         rows,
+                        layout.0.len(),
                         gkey,
                         *func,
                         inner,
@@ -428,6 +520,7 @@ fn render_body<'s, T: Time>(
                     env,
                     plan,
                     rows.clone(),
+                    layout.0.len(),
                     gkey.clone(),
                     *func,
                     inner,
@@ -445,6 +538,9 @@ fn render_body<'s, T: Time>(
             }
         }
         i = next;
+    }
+    if pre.is_some() {
+        return Err("internal error: rows keyed for a join that never came".into());
     }
     if done {
         return Ok((rows, Layout(vec![])));
@@ -496,12 +592,13 @@ fn reads_only_group(
 /// The reduce sees, per group key, one marker (an empty tuple, so groups
 /// without inner rows still exist: count/sum give 0 there) and the inner
 /// values with their multiplicities (one per combination of inner tuples,
-/// as Souffle counts).
+/// as Souffle counts). `width`: how many values each of `rows` holds.
 #[allow(clippy::too_many_arguments)]
 fn render_aggregate<'s, T: Time>(
     env: &mut Env<'s, T>,
     plan: &Plan,
     rows: Coll<'s, T>,
+    width: usize,
     gkey: Vec<Expr>,
     func: AggFunc,
     inner: &Body,
@@ -510,7 +607,14 @@ fn render_aggregate<'s, T: Time>(
 ) -> Result<Arranged<'s, ValTrace<T>>, String> {
     let glen = gkey.len();
     let gkey = RowProg::new(&gkey);
-    let keys = rows.flat_map(move |r| gkey.apply(&r)).distinct();
+    // Rows of `width` values that are their group key already (the scan
+    // before kept just the group's slots, in order): no projection operator.
+    let projected = if gkey.is_identity(glen) && width == glen {
+        rows
+    } else {
+        rows.flat_map(move |r| gkey.apply(&r))
+    };
+    let keys = T::distinct_keys(projected);
     let mut need: BTreeSet<usize> = (0..glen).collect();
     if let Some(v) = value {
         expr_slots(v, &mut need);

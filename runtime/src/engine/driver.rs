@@ -11,7 +11,8 @@
 //!   i mod workers; the dataflow exchanges data by key anyway) into the
 //!   pieces that read each relation, then runs the pieces in stratum order
 //!   (`run_epoch`): a piece with input this epoch (or never run) advances
-//!   its time by one and is stepped until its probe passes it; its captured
+//!   its time by one and is stepped until its capture operator's frontier
+//!   passes it; its captured
 //!   changes go into the inputs of the pieces reading them and (except a
 //!   rule piece's derivations for its union piece), gathered
 //!   into [`Reply::Part`]s of about `PART_ROWS` rows, to the driver, which
@@ -647,7 +648,7 @@ fn run_epoch(
         let next = piece.time;
         piece.input.advance_to(next);
         piece.input.flush();
-        while piece.probe.less_than(&next) {
+        while piece.frontier.get() < next {
             if aborted(abort) {
                 return None;
             }

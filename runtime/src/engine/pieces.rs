@@ -26,7 +26,7 @@ use netc_compiler::plan::{Plan, RelId};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A stratum is split only into this many rule pieces or more. Why: each
-/// piece has a fixed size (its input, capture, probe, and the union's
+/// piece has a fixed size (its input, capture, and the union's
 /// distinct: ~15 timely identifiers), so splitting a stratum of two or
 /// three rules made the changes reaching it reach more, not less (measured
 /// on S: +30 to +100 identifiers per change for `lb_member`, `lb_map_dip`,

@@ -38,12 +38,16 @@
 //!   collections/arrangements entered, the same distinct per round, and the
 //!   results left back out.
 //! - The final collections of a piece's relations feed ONE capture
-//!   operator (never scheduled for frontier changes alone) that appends
-//!   their updates to [`Piece::captured`] and marks every piece they go to
-//!   (`PieceMap::targets`) in the shared `dirty` stamps (any worker may see
-//!   the change; all must run the reader). Once the piece's probe passes
-//!   its time `k + 1` the buffer holds all of run `k`'s changes on this
-//!   worker (not consolidated across workers).
+//!   operator that appends their updates to [`Piece::captured`], marks
+//!   every piece they go to (`PieceMap::targets`) in the shared `dirty`
+//!   stamps (any worker may see the change; all must run the reader), and
+//!   publishes the least time its inputs can still bring
+//!   ([`Piece::frontier`]). Once that passes the piece's time `k + 1` the
+//!   buffer holds all of run `k`'s changes on this worker (not consolidated
+//!   across workers): an input's frontier passes a time only after every
+//!   message at that time was consumed. Why not a probe after it: a probe
+//!   is one more operator and channel in every piece, moved by progress
+//!   tracking at each run.
 //! - Arrangements are shared per scope through [`Env`]; the environment is
 //!   dropped when building ends, so no trace handle outlives the dataflow's
 //!   own operators (compaction is never held back).
@@ -67,11 +71,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError};
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::Pipeline;
-use timely::dataflow::operators::core::{Exchange, Partition, Probe};
+use timely::dataflow::operators::core::{Exchange, Partition};
 use timely::dataflow::operators::generic::builder_rc::OperatorBuilder;
-use timely::dataflow::{ProbeHandle, Scope};
+use timely::dataflow::Scope;
 use timely::order::Product;
-use timely::progress::operate::FrontierInterest;
 use timely::worker::Worker;
 
 /// Captured `(relation, tuple, diff)` updates of a piece's latest run.
@@ -186,7 +189,10 @@ pub struct Piece {
     pub input: InputSession<u64, (RelId, Tuple), isize>,
     /// The one-row input behind `Source::Unit`, until [`Built::start`].
     unit: Option<InputSession<u64, Tuple, isize>>,
-    pub probe: ProbeHandle<u64>,
+    /// The least time the capture operator's inputs can still bring
+    /// (`u64::MAX` once they are closed): the piece's run `k` is done when
+    /// it is past `k + 1`.
+    pub frontier: Rc<Cell<u64>>,
     pub captured: Captured,
     /// How many times the piece has run (its input's time).
     pub time: u64,
@@ -353,7 +359,7 @@ fn build_piece(scope: Scope<'_, u64>, ctx: PieceCtx<'_>) -> Result<Piece, String
         render_flat(&mut env, ctx.plan, &rules, &spec.outputs, &mut base)?;
     }
 
-    let probe = ProbeHandle::new();
+    let frontier = Rc::new(Cell::new(0));
     let captured: Captured = Rc::new(RefCell::new(Vec::new()));
     let mut own = Vec::new();
     for &(rel, _) in &spec.outputs {
@@ -369,11 +375,11 @@ fn build_piece(scope: Scope<'_, u64>, ctx: PieceCtx<'_>) -> Result<Piece, String
         stamp: ctx.stamp,
         skip: ctx.skip,
     };
-    capture(scope, own, captured.clone(), marks, &probe);
+    capture(scope, own, captured.clone(), marks, frontier.clone());
     Ok(Piece {
         input,
         unit: Some(unit_input),
-        probe,
+        frontier,
         captured,
         time: 0,
         operators: 0,
@@ -393,8 +399,8 @@ struct Marks {
 
 impl Marks {
     /// `rows` of `rel` were captured. Marks are published before this
-    /// worker reports the data consumed, so a worker whose probe has passed
-    /// sees them (progress messages synchronise the threads).
+    /// worker reports the data consumed, so a worker whose capture frontier
+    /// has passed sees them (progress messages synchronise the threads).
     fn changed(&self, rel: RelId, rows: &[(RelId, Tuple, isize)]) {
         let stamp = self.stamp.get();
         let targets = self.map.targets(self.piece, rel);
@@ -437,26 +443,25 @@ impl Marks {
 }
 
 /// One operator appending every given relation's updates to `buf` (see
-/// module docs); `probe` observes its output, whose frontier is the least of
-/// its inputs' (it holds no capability).
+/// module docs); `frontier` gets the least of its inputs' frontiers each time
+/// they move (it holds no capability and has no output).
 fn capture<'s>(
     scope: Scope<'s, u64>,
     colls: Vec<(RelId, Coll<'s, u64>)>,
     buf: Captured,
     marks: Marks,
-    probe: &ProbeHandle<u64>,
+    frontier: Rc<Cell<u64>>,
 ) {
     let mut builder = OperatorBuilder::new("Capture".to_owned(), scope);
     let mut inputs = Vec::with_capacity(colls.len());
-    for (i, (rel, c)) in colls.into_iter().enumerate() {
+    for (rel, c) in colls {
+        // Scheduled for data and for frontier moves (the default interest):
+        // the frontier is what the driver waits on.
         inputs.push((rel, builder.new_input(c.inner, Pipeline)));
-        // Only data needs handling; frontiers reach the probe regardless.
-        builder.set_notify_for(i, FrontierInterest::Never);
     }
-    let (_output, stream) = builder.new_output::<Vec<()>>();
     builder.build(move |capabilities| {
         drop(capabilities);
-        move |_frontiers| {
+        move |frontiers| {
             let mut out = buf.borrow_mut();
             for (rel, input) in inputs.iter_mut() {
                 let before = out.len();
@@ -465,9 +470,15 @@ fn capture<'s>(
                     marks.changed(*rel, &out[before..]);
                 }
             }
+            // A totally ordered time: each frontier is one time or none.
+            let least = frontiers
+                .iter()
+                .filter_map(|f| f.frontier().first().copied())
+                .min()
+                .unwrap_or(u64::MAX);
+            frontier.set(least);
         }
     });
-    stream.probe_with(probe);
 }
 
 /// A relation's base input and rule outputs as one collection.
@@ -502,9 +513,15 @@ fn finish_flat<'s>(env: &Env<'s, u64>, rel: RelId, parts: Vec<Coll<'s, u64>>) ->
 /// A counted relation's `base ∪ rule outputs` as a multiset, each row on
 /// the worker its hash names (so one worker's captured part holds all of a
 /// row's changes and the driver's counts never go below zero mid-epoch).
+/// With one worker every row is on it already: no exchange operator (one
+/// operator and channel fewer in every piece with a counted output, which
+/// a warm change pays for in each such piece it reaches).
 fn finish_counted<'s>(parts: Vec<Coll<'s, u64>>) -> Coll<'s, u64> {
-    concat(parts)
-        .inner
+    let all = concat(parts);
+    if all.inner.scope().peers() == 1 {
+        return all;
+    }
+    all.inner
         .exchange(|(t, _, _): &(Tuple, u64, isize)| t.route())
         .as_collection()
 }

@@ -4,7 +4,8 @@
 //! piece it ran — its stratum's relations (with `#rules[i,..]` or `#union`
 //! for the pieces of a split stratum, `pieces.rs`), the size of its dataflow
 //! (timely identifiers: operators and channels), worker steps until its
-//! probe passed, rows the interpreted operators handled, rows captured,
+//! capture operator's frontier passed, rows the interpreted operators
+//! handled, rows captured,
 //! the rows its input was fed on this worker before it ran (`in_base`: base
 //! facts; `in_derived`: lower pieces' captured changes), microseconds of
 //! wall time and of this worker thread's CPU time (`cpu_us`) — and a total
@@ -113,8 +114,8 @@ impl Trace {
         }
     }
 
-    /// Call right after piece `p`'s probe passed; `records` is the worker's
-    /// record counter now.
+    /// Call right after piece `p`'s capture frontier passed; `records` is
+    /// the worker's record counter now.
     pub fn piece(&mut self, p: usize, ops: usize, steps: u32, records: u64, out: usize, s: Start) {
         use std::fmt::Write;
         let cpu = crate::cpu::thread().saturating_sub(s.cpu);
