@@ -41,7 +41,7 @@
 //! device set or of where the policy came from (intent or agents' rows).
 
 use crate::artifacts::{Artifacts, FlowText, GroupText};
-use crate::bridge::{End, Hop, Outcome, Val};
+use crate::bridge::{disjoint_sets, End, Hop, Outcome, Val};
 use crate::checks::{self, PathResults, Shared, VmChecked};
 use crate::dirty::{same, Dirty};
 use crate::network::{Footprint, Network};
@@ -859,14 +859,15 @@ impl Verifier {
             }
             laps.lap(&mut up, "VMs kept: affected");
             if !h.is_false() {
-                c.traced = c
-                    .traced
-                    .into_iter()
-                    .filter_map(|mut o| {
-                        o.pkt.set = o.pkt.set.and_not(&h);
-                        (!o.pkt.set.is_false()).then_some(o)
-                    })
-                    .collect();
+                // most outcomes miss `h` (it is the packets that met the
+                // change): checked without building a copy of each set
+                c.traced.retain_mut(|o| {
+                    if disjoint_sets(&o.pkt.set, &h) {
+                        return true;
+                    }
+                    o.pkt.set = o.pkt.set.and_not(&h);
+                    !o.pkt.set.is_false()
+                });
             }
             let reread = ch.rereads(v, &c.traced);
             laps.lap(&mut up, "VMs kept: rereads");
@@ -1023,7 +1024,7 @@ fn kept_checks(
 ) -> Option<checks::OutcomeChecks> {
     let moved = |i: usize| moved_vm(i, new_index);
     let cut = |b: &Bdd| {
-        if h.is_false() {
+        if h.is_false() || disjoint_sets(b, h) {
             b.clone()
         } else {
             b.and_not(h)
