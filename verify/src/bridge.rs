@@ -158,6 +158,17 @@ impl Reads {
             union_moved_into(&mut self.groups, g, b);
         }
     }
+
+    /// [`Reads::merge`] for reads mostly within these ones (a splice's:
+    /// [`union_absorbed_into`]).
+    pub fn absorb(&mut self, other: Reads) {
+        for (k, b) in other.tables {
+            union_absorbed_into(&mut self.tables, k, b);
+        }
+        for (g, b) in other.groups {
+            union_absorbed_into(&mut self.groups, g, b);
+        }
+    }
 }
 
 /// `m[k] ∪= b`, `b` moved in when `m` has no `k` (a merged footprint's
@@ -172,6 +183,36 @@ pub fn union_moved_into<K: Ord>(m: &mut BTreeMap<K, Bdd>, k: K, b: Bdd) {
             e.insert(b);
         }
     }
+}
+
+/// `m[k] ∪= b`, `b` moved in when `m` has no `k`, and nothing built when
+/// `b` is already within `m[k]`: a re-traced VM's new reads (those of the
+/// packets a change met) are mostly within its kept reads, which still
+/// hold those packets, and an `or` builds a whole new BDD even then.
+pub fn union_absorbed_into<K: Ord>(m: &mut BTreeMap<K, Bdd>, k: K, b: Bdd) {
+    match m.entry(k) {
+        std::collections::btree_map::Entry::Occupied(mut e) => {
+            if !within(&b, e.get()) {
+                let u = e.get().or(&b);
+                e.insert(u);
+            }
+        }
+        std::collections::btree_map::Entry::Vacant(e) => {
+            e.insert(b);
+        }
+    }
+}
+
+/// Whether `a ⊆ b`, found by walking `a ∧ ¬b` without building it.
+pub fn within(a: &Bdd, b: &Bdd) -> bool {
+    Bdd::check_binary_op(usize::MAX, a, b, biodivine_lib_bdd::op_function::and_not)
+        .is_some_and(|(not_empty, _)| !not_empty)
+}
+
+/// Whether `a ∩ b = ∅`, found by walking `a ∧ b` without building it.
+pub fn disjoint_sets(a: &Bdd, b: &Bdd) -> bool {
+    Bdd::check_binary_op(usize::MAX, a, b, biodivine_lib_bdd::op_function::and)
+        .is_some_and(|(not_empty, _)| !not_empty)
 }
 
 /// `m[k] ∪= b`.
@@ -861,4 +902,45 @@ fn disjoint(a: &[Constraint], b: &[Constraint]) -> bool {
             }
         })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::space::{Field, Space};
+    use proptest::prelude::*;
+
+    /// A set of packets: a union of (TCP destination port, source port)
+    /// prefixes, so sets overlap, nest and miss each other.
+    fn set(space: &Space, cubes: &[(u16, u8, u16, u8)]) -> Bdd {
+        let mut s = space.none();
+        for &(d, dl, p, pl) in cubes {
+            let mask = |len: u8| (0xffffu128 << (16 - u32::from(len % 17))) & 0xffff;
+            let c = space
+                .field_eq(Field::TpDst, u128::from(d), mask(dl))
+                .and(&space.field_eq(Field::TpSrc, u128::from(p), mask(pl)));
+            s = s.or(&c);
+        }
+        s
+    }
+
+    proptest! {
+        /// The walks without building agree with building the set and
+        /// asking whether it is empty (the library's check reports
+        /// non-emptiness).
+        #[test]
+        fn within_and_disjoint_agree_with_built_sets(
+            a in prop::collection::vec((any::<u16>(), 0..17u8, any::<u16>(), 0..17u8), 0..4),
+            b in prop::collection::vec((any::<u16>(), 0..17u8, any::<u16>(), 0..17u8), 0..4),
+        ) {
+            let space = Space::new();
+            let (a, b) = (set(&space, &a), set(&space, &b));
+            prop_assert_eq!(within(&a, &b), a.and_not(&b).is_false());
+            prop_assert_eq!(within(&a, &a.or(&b)), true);
+            prop_assert_eq!(disjoint_sets(&a, &b), a.and(&b).is_false());
+            let mut m = BTreeMap::from([(0u8, b.clone())]);
+            union_absorbed_into(&mut m, 0, a.clone());
+            prop_assert!(m[&0].iff(&a.or(&b)).is_true());
+        }
+    }
 }

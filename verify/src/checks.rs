@@ -26,7 +26,9 @@ use crate::bridge::{End, Hop, Outcome, Val};
 use crate::network::{Footprint, Network};
 use crate::policy::{Acl, Policy, Vm};
 use crate::space::{Field, Space, ETH_ARP, ETH_IP};
+use crate::vm_index::{Slots, VmIndex};
 use biodivine_lib_bdd::Bdd;
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 
@@ -110,8 +112,10 @@ pub fn acl_allowed(space: &Space, acls: &[Acl], default_allow: bool) -> Bdd {
 /// What the per-VM checks share: lookups by port and tenant, the multicast
 /// and IPv4 sets, each tenant's ACL set (built once, on first use).
 pub struct Shared<'p> {
-    by_port: HashMap<(&'p str, u32), usize>,
-    by_tenant: HashMap<&'p str, Vec<usize>>,
+    /// The VMs by port and tenant: built here for one policy, or the
+    /// incremental verifier's, kept across updates and named by slot.
+    vms: Cow<'p, VmIndex>,
+    slots: Slots<'p>,
     multicast: Bdd,
     ip: Bdd,
     acl: RefCell<HashMap<&'p str, Bdd>>,
@@ -119,16 +123,19 @@ pub struct Shared<'p> {
 
 impl<'p> Shared<'p> {
     pub fn new(space: &Space, policy: &'p Policy) -> Shared<'p> {
-        let mut by_port = HashMap::new();
-        let mut by_tenant: HashMap<&str, Vec<usize>> = HashMap::new();
-        for (i, v) in policy.vms.iter().enumerate() {
-            // the first VM at a port owns it, as `Policy::vm_at` says
-            by_port.entry((v.host.as_str(), v.port)).or_insert(i);
-            by_tenant.entry(v.tenant.as_str()).or_default().push(i);
-        }
+        Shared::with(space, Cow::Owned(VmIndex::of(&policy.vms)), Slots::Identity)
+    }
+
+    /// With an index kept across updates (`vms`, by slot) and the map
+    /// from its slots to the current policy's indices.
+    pub fn kept(space: &Space, vms: &'p VmIndex, vm_of: &'p [Option<usize>]) -> Shared<'p> {
+        Shared::with(space, Cow::Borrowed(vms), Slots::Map(vm_of))
+    }
+
+    fn with(space: &Space, vms: Cow<'p, VmIndex>, slots: Slots<'p>) -> Shared<'p> {
         Shared {
-            by_port,
-            by_tenant,
+            vms,
+            slots,
             multicast: space
                 .field_eq(Field::DlType, ETH_IP, 0xffff)
                 .and(&space.field_eq(Field::NwDst, 0xe000_0000, 0xf000_0000)),
@@ -138,8 +145,14 @@ impl<'p> Shared<'p> {
     }
 
     /// The indices of a tenant's VMs, in order.
-    pub fn tenant_vms(&self, tenant: &str) -> &[usize] {
-        self.by_tenant.get(tenant).map_or(&[], Vec::as_slice)
+    pub fn tenant_vms(&self, tenant: &str) -> Vec<usize> {
+        self.vms.tenant(tenant, self.slots)
+    }
+
+    /// The index of the VM that owns a port (the first one there, as
+    /// `Policy::vm_at` says).
+    fn owner(&self, host: &str, port: u32) -> Option<usize> {
+        self.vms.owner(host, port, self.slots)
     }
 
     fn acl(&self, space: &Space, policy: &'p Policy, tenant: &'p str) -> Bdd {
@@ -370,7 +383,7 @@ pub fn check_outcomes<'p>(
             continue;
         };
         let dev = &net.bridges[o.device as usize].name;
-        let target = shared.by_port.get(&(dev.as_str(), port)).copied();
+        let target = shared.owner(dev, port);
         let Some(bi) = target else {
             if !(dev == &a.host && port == a.port) {
                 violations.push(Violation {
@@ -484,8 +497,7 @@ fn pairs<'p>(
             from_a = from_a.and_not(&reply);
         }
     }
-    let peers = shared.by_tenant.get(a.tenant.as_str());
-    for &bi in peers.into_iter().flatten() {
+    for bi in shared.tenant_vms(&a.tenant) {
         let b = &policy.vms[bi];
         if bi == ai || policy.vnet_of(&b.tenant, b.ip) != Some(vnet) {
             continue;

@@ -41,7 +41,7 @@
 //! device set or of where the policy came from (intent or agents' rows).
 
 use crate::artifacts::{Artifacts, FlowText, GroupText};
-use crate::bridge::{End, Hop, Outcome, Val};
+use crate::bridge::{disjoint_sets, End, Hop, Outcome, Val};
 use crate::checks::{self, PathResults, Shared, VmChecked};
 use crate::dirty::{same, Dirty};
 use crate::network::{Footprint, Network};
@@ -52,6 +52,7 @@ use crate::report::Report;
 use crate::row_moves::RowMoves;
 use crate::space::{Field, Space};
 use crate::table_recheck::{TableChecks, Touched};
+use crate::vm_index::VmIndex;
 use crate::{assemble, Input, Provenance, VerifyError};
 use biodivine_lib_bdd::Bdd;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -73,6 +74,9 @@ pub struct Verifier {
     /// Per slot: its VM's index in `policy.vms` (`None`: a free slot).
     vm_of: Vec<Option<usize>>,
     free: Vec<usize>,
+    /// The VMs by port and by tenant, by slot: moved by the VMs an update
+    /// adds, removes or changes (building it per update walked every VM).
+    vms: VmIndex,
     /// Which slots' footprints read each part of the network: an update
     /// visits the VMs a change can affect, not every VM.
     readers: Readers,
@@ -501,8 +505,11 @@ impl Verifier {
     ) -> Result<Verifier, VerifyError> {
         let t0 = Instant::now();
         let net = Network::build(&artifacts, &policy)?;
-        let shared = Shared::new(&net.space, &policy);
         // slot i holds VM i: the results' VM indices are their slots
+        let n = policy.vms.len();
+        let vms = VmIndex::of(&policy.vms);
+        let vm_of: Vec<Option<usize>> = (0..n).map(Some).collect();
+        let shared = Shared::kept(&net.space, &vms, &vm_of);
         let mut readers = Readers::default();
         let slots = (0..policy.vms.len())
             .map(|i| {
@@ -513,7 +520,6 @@ impl Verifier {
             .collect();
         drop(shared);
         let tables = TableChecks::new(&net, &artifacts, &policy, limit);
-        let n = policy.vms.len();
         Ok(Verifier {
             artifacts,
             epochs: vec![0; n],
@@ -521,8 +527,9 @@ impl Verifier {
             net,
             slots,
             slot_of: (0..n).collect(),
-            vm_of: (0..n).map(Some).collect(),
+            vm_of,
             free: Vec::new(),
+            vms,
             readers,
             renumbers: Vec::new(),
             tables,
@@ -727,8 +734,16 @@ impl Verifier {
             }
             self.net.set_underlay(&policy);
         }
-        let same_vms = same_vm_list(&self.policy.vms, &policy.vms);
-        policy_changes(&self.policy, &policy, same_vms, &mut ch);
+        // the VM lists' common prefix and suffix of equal records: only the
+        // middles differ
+        let (pre, suf) = common_ends(&self.policy.vms, &policy.vms, same_vm);
+        let same_vms = pre == self.policy.vms.len() && pre == policy.vms.len();
+        let middles = (
+            pre..self.policy.vms.len() - suf,
+            pre..policy.vms.len() - suf,
+        );
+        let vm_middles = (!same_vms).then_some(&middles);
+        policy_changes(&self.policy, &policy, vm_middles, &mut ch);
         ch.key_instances();
         laps.lap(&mut up, "policy");
         ch.port_ids = ch
@@ -736,27 +751,33 @@ impl Verifier {
             .iter()
             .filter_map(|(d, p)| Some((self.net.index_of(d)?, *p)))
             .collect();
-        // the VM list: old index → new (`None`: the identity); a VM keeps
-        // its slot, a new one takes a free slot, a removed one frees its
-        // own (after this update's are taken: a result naming it is
-        // re-checked by this update, as it reads the VM's port or tenant)
-        let new_of_old = match same_vms {
-            true => None,
-            false => positions(&names(&self.policy), &names(&policy)),
-        };
+        // the VM list: a VM keeps its slot, a new one takes a free slot, a
+        // removed one frees its own (after this update's are taken: a
+        // result naming it is re-checked by this update, as it reads the
+        // VM's port or tenant). Only the middles are paired, by name: a
+        // prefix VM keeps its index, a suffix VM shifts by the lengths'
+        // difference. (A name twice in the lists can pair otherwise than
+        // over the whole lists would; every VM of a middle name is traced
+        // again in full, `ch.vms`, so which slot it takes changes nothing.)
         let mut fresh: Vec<usize> = Vec::new();
-        if let Some(m) = &new_of_old {
-            let mut slot_of = vec![usize::MAX; policy.vms.len()];
+        if !same_vms {
+            let (om, nm) = middles.clone();
+            let old_names: Vec<_> = self.policy.vms[om.clone()].iter().map(name_of).collect();
+            let new_names: Vec<_> = policy.vms[nm.clone()].iter().map(name_of).collect();
+            let mut mid = vec![usize::MAX; nm.len()];
             let mut freed = Vec::new();
-            for (oi, n) in m.iter().enumerate() {
-                match n {
-                    Some(ni) => slot_of[*ni as usize] = self.slot_of[oi],
-                    None => freed.push(self.slot_of[oi]),
+            for (k, to) in paired(&old_names, &new_names).into_iter().enumerate() {
+                let slot = self.slot_of[om.start + k];
+                // out with its old record; a paired VM is back with its new
+                self.vms.remove(slot, &self.policy.vms[om.start + k]);
+                match to {
+                    Some(j) => mid[j as usize] = slot,
+                    None => freed.push(slot),
                 }
             }
-            for (ni, s) in slot_of.iter_mut().enumerate() {
-                if *s == usize::MAX {
-                    *s = match self.free.pop() {
+            for (j, slot) in mid.iter_mut().enumerate() {
+                if *slot == usize::MAX {
+                    *slot = match self.free.pop() {
                         Some(s) => s,
                         None => {
                             self.slots.push(None);
@@ -765,8 +786,9 @@ impl Verifier {
                             self.slots.len() - 1
                         }
                     };
-                    fresh.push(ni);
+                    fresh.push(nm.start + j);
                 }
+                self.vms.add(*slot, &policy.vms[nm.start + j]);
             }
             for s in freed {
                 if let Some(c) = self.slots[s].take() {
@@ -775,15 +797,21 @@ impl Verifier {
                 self.vm_of[s] = None;
                 self.free.push(s);
             }
-            for (ni, &s) in slot_of.iter().enumerate() {
+            self.slot_of.splice(om, mid);
+            // indices moved only from the middle on
+            for (ni, &s) in self.slot_of.iter().enumerate().skip(nm.start) {
                 self.vm_of[s] = Some(ni);
             }
-            self.slot_of = slot_of;
         }
         laps.lap(&mut up, "vm index");
         let t1 = Instant::now();
         up.diff_millis = (t1 - t0).as_secs_f64() * 1e3;
-        let shared = Shared::new(&self.net.space, &policy);
+        // taken out while `shared` borrows them (the loop stores results)
+        let (vms, vm_of) = (
+            std::mem::take(&mut self.vms),
+            std::mem::take(&mut self.vm_of),
+        );
+        let shared = Shared::kept(&self.net.space, &vms, &vm_of);
         laps.lap(&mut up, "shared");
         if !renum.is_identity() {
             self.renumbers.push(renum);
@@ -798,7 +826,7 @@ impl Verifier {
         // the VMs a change can affect: readers of a changed part, the
         // changed tenants' VMs, changed and new VMs, stale paths; every
         // other VM's result stays in its slot untouched
-        let cands = self.candidates(&ch, &shared, &policy, &fresh, &stale);
+        let cands = self.candidates(&ch, &shared, &policy, &fresh, &stale, &vm_of);
         up.visited = cands.len();
         laps.lap(&mut up, "VMs kept: readers");
         for ni in cands {
@@ -831,14 +859,15 @@ impl Verifier {
             }
             laps.lap(&mut up, "VMs kept: affected");
             if !h.is_false() {
-                c.traced = c
-                    .traced
-                    .into_iter()
-                    .filter_map(|mut o| {
-                        o.pkt.set = o.pkt.set.and_not(&h);
-                        (!o.pkt.set.is_false()).then_some(o)
-                    })
-                    .collect();
+                // most outcomes miss `h` (it is the packets that met the
+                // change): checked without building a copy of each set
+                c.traced.retain_mut(|o| {
+                    if disjoint_sets(&o.pkt.set, &h) {
+                        return true;
+                    }
+                    o.pkt.set = o.pkt.set.and_not(&h);
+                    !o.pkt.set.is_false()
+                });
             }
             let reread = ch.rereads(v, &c.traced);
             laps.lap(&mut up, "VMs kept: rereads");
@@ -864,7 +893,7 @@ impl Verifier {
             }
             up.rechecked += 1;
             up.retraced += usize::from(!h.is_false());
-            let c = self.recheck(&policy, &shared, ni, c, &h, reread, &self.vm_of);
+            let c = self.recheck(&policy, &shared, ni, c, &h, reread, &vm_of);
             self.store(s, c, now);
             laps.lap(
                 &mut up,
@@ -875,6 +904,7 @@ impl Verifier {
             );
         }
         drop(shared);
+        (self.vms, self.vm_of) = (vms, vm_of);
         laps.lap(&mut up, "VMs kept");
         let t2 = Instant::now();
         up.paths_millis = (t2 - t1).as_secs_f64() * 1e3;
@@ -994,7 +1024,7 @@ fn kept_checks(
 ) -> Option<checks::OutcomeChecks> {
     let moved = |i: usize| moved_vm(i, new_index);
     let cut = |b: &Bdd| {
-        if h.is_false() {
+        if h.is_false() || disjoint_sets(b, h) {
             b.clone()
         } else {
             b.and_not(h)
@@ -1048,15 +1078,6 @@ fn by_slot(mut c: VmChecked, slot: usize, slot_of: &[usize]) -> VmChecked {
     c
 }
 
-/// Each VM's (tenant, name), in order: what pairs the VMs of two
-/// generations.
-fn names(p: &Policy) -> Vec<(&str, &str)> {
-    p.vms
-        .iter()
-        .map(|v| (v.tenant.as_str(), v.name.as_str()))
-        .collect()
-}
-
 impl Verifier {
     /// Stores VM `slot`'s new result (its VMs named by policy index) and
     /// notes what its footprint reads.
@@ -1081,6 +1102,7 @@ impl Verifier {
         policy: &Policy,
         fresh: &[usize],
         stale: &HashSet<usize>,
+        vm_of: &[Option<usize>],
     ) -> Vec<usize> {
         let r = &self.readers;
         let mut slots: HashSet<usize, Quick> = HashSet::default();
@@ -1123,7 +1145,7 @@ impl Verifier {
         slots.extend(stale.iter().copied());
         let mut out: BTreeSet<usize> = slots
             .into_iter()
-            .filter_map(|s| self.vm_of.get(s).copied().flatten())
+            .filter_map(|s| vm_of.get(s).copied().flatten())
             .collect();
         for t in ch.tenants.iter().chain(&ch.mcast_tenants) {
             out.extend(shared.tenant_vms(t));
@@ -1309,9 +1331,9 @@ pub(crate) fn same_group_text(a: &GroupText, b: &GroupText) -> bool {
 
 /// Policy changes: VMs (their own record, the ports they held), tenants
 /// (vnets, ACLs, multicast, DSR replies), VIPs and backends (by address).
-fn policy_changes(old: &Policy, new: &Policy, same_vms: bool, ch: &mut Changes) {
-    if !same_vms {
-        vm_changes(old, new, ch);
+fn policy_changes(old: &Policy, new: &Policy, middles: Option<&VmMiddles>, ch: &mut Changes) {
+    if let Some(m) = middles {
+        vm_changes(old, new, m, ch);
     }
     // tenants whose vnets, ACLs (`at` only cites: a rule moved to another
     // line is the same rule), default, multicast groups or DSR replies differ
@@ -1354,16 +1376,23 @@ fn policy_changes(old: &Policy, new: &Policy, same_vms: bool, ch: &mut Changes) 
 /// port's owner (the first VM there) or the VM a (VNI, address) names
 /// can change only if a middle VM is there, as every other VM at it
 /// stands in the same order in both.
-fn vm_changes(old: &Policy, new: &Policy, ch: &mut Changes) {
-    let (o, n) = (&old.vms, &new.vms);
-    let (p, s) = common_ends(o, n, same_vm);
-    for v in o[p..o.len() - s].iter().chain(&n[p..n.len() - s]) {
+fn vm_changes(old: &Policy, new: &Policy, (om, nm): &VmMiddles, ch: &mut Changes) {
+    for v in old.vms[om.clone()].iter().chain(&new.vms[nm.clone()]) {
         ch.vms.insert((v.tenant.clone(), v.name.clone()));
         ch.tenants.insert(v.tenant.clone());
         ch.ports.insert((v.host.clone(), v.port));
         ch.vm_addrs.insert((v.vni, v.ip));
     }
 }
+
+/// A VM's (tenant, name): what pairs the VMs of two generations.
+fn name_of(v: &Vm) -> (&str, &str) {
+    (v.tenant.as_str(), v.name.as_str())
+}
+
+/// The old and new VM lists' middles: past their common prefix and suffix
+/// of equal records ([`common_ends`] under [`same_vm`]).
+type VmMiddles = (std::ops::Range<usize>, std::ops::Range<usize>);
 
 /// The same VM record (what the checks read of it).
 fn same_vm(x: &Vm, y: &Vm) -> bool {
@@ -1390,11 +1419,6 @@ fn differing<K: Ord, V: PartialEq, R>(
             f(k);
         }
     }
-}
-
-/// The same VM records in the same order (what the checks read of them).
-fn same_vm_list(a: &[Vm], b: &[Vm]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| same_vm(x, y))
 }
 
 #[cfg(test)]

@@ -61,6 +61,7 @@ pub mod row_moves;
 pub mod space;
 pub mod table_recheck;
 pub mod tables;
+pub mod vm_index;
 
 /// Test helper: `old` with each `(at, Some(x))` inserted at `at` and each
 /// `(at, None)` removing the item at `at` (positions past the end insert at

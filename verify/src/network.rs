@@ -14,7 +14,7 @@
 
 use crate::artifacts::{Artifacts, Row};
 use crate::bridge::{
-    union_into, union_moved_into, Bridge, End, FlowError, Hop, Outcome, Pkt, Reads, Val,
+    union_absorbed_into, union_into, Bridge, End, FlowError, Hop, Outcome, Pkt, Reads, Val,
 };
 use crate::lb::Lb;
 use crate::ofctl::{Action, Constraint};
@@ -83,17 +83,18 @@ impl Footprint {
 
     /// Adds what another trace (of other packets of the same VM) read.
     pub fn merge(&mut self, other: Footprint) {
+        // (a re-trace's reads are mostly within the kept ones: absorbed)
         for (name, r) in other.bridges {
-            self.bridges.entry(name).or_default().merge(r);
+            self.bridges.entry(name).or_default().absorb(r);
         }
         for (a, b) in other.addresses {
-            union_moved_into(&mut self.addresses, a, b);
+            union_absorbed_into(&mut self.addresses, a, b);
         }
         for (i, b) in other.instances {
-            union_moved_into(&mut self.instances, i, b);
+            union_absorbed_into(&mut self.instances, i, b);
         }
         for (t, b) in other.fanout {
-            union_moved_into(&mut self.fanout, t, b);
+            union_absorbed_into(&mut self.fanout, t, b);
         }
         self.ports.extend(other.ports);
     }
