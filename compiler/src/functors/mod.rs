@@ -457,6 +457,14 @@ pub fn eval(f: Builtin, args: &[Value]) -> Option<Value> {
     }
 }
 
+/// `cat(...)` with some arguments given as `to_string(v)`: `(true, v)` is
+/// the argument `to_string(v)`, `(false, s)` the argument `s`. The same
+/// result as [`eval`] of [`Builtin::Cat`] over the converted arguments,
+/// without interning each conversion (the engine's path for flow strings).
+pub fn cat_converted(parts: &[(bool, Value)]) -> Option<Value> {
+    strings::cat_converted(parts)
+}
+
 /// Evaluates a constraint functor. Ill-typed arguments, a wrong arity and
 /// non-constraint functors give `false`.
 pub fn holds(f: Builtin, args: &[Value]) -> bool {

@@ -9,10 +9,11 @@
 //! matches (the checker can report it early with [`regex_error`]).
 
 use crate::types::Prim;
-use crate::value::Value;
+use crate::value::{Sym, Value};
 use regex::Regex;
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::fmt::Write as _;
 
 /// `cat(s1, s2, ...)`: the concatenation of symbols.
 pub(super) fn cat(args: &[Value]) -> Option<Value> {
@@ -24,6 +25,47 @@ pub(super) fn cat(args: &[Value]) -> Option<Value> {
         }
     }
     Some(Value::sym(&out))
+}
+
+/// `cat` whose arguments may be `to_string(v)` calls, evaluated without
+/// interning each converted value: `(true, v)` stands for the argument
+/// `to_string(v)`, `(false, s)` for `s` itself. Equal to [`cat`] over the
+/// arguments so converted (`specs/functors.md`), but one symbol is interned
+/// per call instead of one per conversion plus the result, and every
+/// symbol's text is read under one interner lock: the engine builds each
+/// OVS flow's match and actions this way (millions of rows at preset L).
+pub(super) fn cat_converted(parts: &[(bool, Value)]) -> Option<Value> {
+    // Reused per thread: the engine calls this once per row.
+    thread_local! {
+        static BUF: RefCell<(String, Vec<&'static str>)> = const { RefCell::new((String::new(), Vec::new())) };
+    }
+    if parts
+        .iter()
+        .any(|(conv, v)| !conv && !matches!(v, Value::Symbol(_)))
+    {
+        return None;
+    }
+    BUF.with(|b| {
+        let (out, texts) = &mut *b.borrow_mut();
+        out.clear();
+        texts.clear();
+        let syms = parts.iter().filter_map(|(_, v)| match v {
+            Value::Symbol(s) => Some(*s),
+            _ => None,
+        });
+        Sym::texts(syms, texts);
+        let mut texts = texts.iter();
+        for (_, v) in parts {
+            match v {
+                // `to_string` of a symbol is its text, as without the conversion.
+                Value::Symbol(_) => out.push_str(texts.next()?),
+                // `to_string`'s text is the value's `Display` form; writing
+                // into a `String` cannot fail.
+                _ => write!(out, "{v}").ok()?,
+            }
+        }
+        Some(Value::sym(out))
+    })
 }
 
 /// `strlen(s)`: the number of characters.

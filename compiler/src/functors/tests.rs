@@ -793,3 +793,41 @@ proptest! {
         prop_assert_eq!(eval(Builtin::Strlen, &[head]), Some(n(cut)));
     }
 }
+
+proptest! {
+    /// The fused `cat` the engine uses for `cat(.., to_string(x), ..)` gives
+    /// the symbol `cat` gives over the converted arguments, and is undefined
+    /// exactly when it is (an unconverted argument that is not a symbol).
+    #[test]
+    fn cat_converted_equals_cat_of_to_string(
+        parts in proptest::collection::vec(
+            (any::<bool>(), prop_oneof![any_value(), "[a-z,=:.ü]{0,6}".prop_map(|t| s(&t))]),
+            0..9,
+        )
+    ) {
+        let args: Vec<Value> = parts
+            .iter()
+            .map(|&(conv, v)| if conv { eval(Builtin::ToString, &[v]).unwrap() } else { v })
+            .collect();
+        prop_assert_eq!(cat_converted(&parts), eval(Builtin::Cat, &args));
+    }
+}
+
+#[test]
+fn cat_converted_formats_addresses_and_numbers() {
+    let parts = [
+        (false, s("ip,reg6=")),
+        (true, n(-7)),
+        (false, s(",nw_dst=")),
+        (true, ip4("10.1.2.3")),
+        (false, s(",dl_src=")),
+        (true, v("de:ad:be:ef:00:01", Prim::Mac)),
+        (true, s("x")),
+    ];
+    assert_eq!(
+        cat_converted(&parts),
+        Some(s("ip,reg6=-7,nw_dst=10.1.2.3,dl_src=de:ad:be:ef:00:01x"))
+    );
+    // An unconverted non-symbol is ill-typed for `cat`: undefined.
+    assert_eq!(cat_converted(&[(false, n(1))]), None);
+}

@@ -16,7 +16,7 @@
 
 use super::tuple::{Builder, Tuple};
 use netc_compiler::ast::CmpOp;
-use netc_compiler::functors;
+use netc_compiler::functors::{self, Builtin};
 use netc_compiler::plan::{ColPat, Cond, Expr};
 use netc_compiler::value::Value;
 use std::collections::BTreeSet;
@@ -83,10 +83,31 @@ pub fn eval<R: Slots + ?Sized>(e: &Expr, row: &R) -> Option<Value> {
     match e {
         Expr::Slot(i) => slot(row, *i),
         Expr::Const(v) => Some(*v),
+        Expr::Call(Builtin::Cat, args) => cat(args, row),
         Expr::Call(f, args) => with_args(args, row, |a| functors::eval(*f, a)).flatten(),
         Expr::Binary(op, a, b) => functors::eval_binary(*op, &eval(a, row)?, &eval(b, row)?),
         Expr::Unary(op, a) => functors::eval_unary(*op, &eval(a, row)?),
     }
+}
+
+/// `cat(...)`, its `to_string(x)` arguments fused into the concatenation
+/// (`functors::cat_converted`): the rules build every OVS flow's match and
+/// actions as `cat("ip,reg6=", to_string(vni), ...)`, and interning each
+/// converted number or address as a symbol of its own cost a lock, a hash
+/// and an interner entry per conversion. Past 8 arguments, the plain path.
+fn cat<R: Slots + ?Sized>(args: &[Expr], row: &R) -> Option<Value> {
+    const N: usize = 8;
+    if args.len() > N {
+        return with_args(args, row, |a| functors::eval(Builtin::Cat, a)).flatten();
+    }
+    let mut buf = [(false, Value::Number(0)); N];
+    for (b, a) in buf.iter_mut().zip(args) {
+        *b = match a {
+            Expr::Call(Builtin::ToString, x) if x.len() == 1 => (true, eval(&x[0], row)?),
+            _ => (false, eval(a, row)?),
+        };
+    }
+    functors::cat_converted(&buf[..args.len()])
 }
 
 /// Evaluates `args` into a stack buffer (a heap one past 8 arguments) and
@@ -336,6 +357,7 @@ impl ColProg {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     fn nums(xs: &[i64]) -> Tuple {
         Tuple::from_values(&xs.iter().map(|&x| Value::Number(x)).collect::<Vec<_>>())
@@ -386,5 +408,60 @@ mod tests {
         assert_eq!(l.keep(&[7]).apply(&nums(&[40, 70])), Some(nums(&[70])));
         assert_eq!(l.extended(8, 2), Layout(vec![4, 7, 8, 9]));
         assert!(RowProg::new(&[Expr::Slot(0), Expr::Slot(1)]).is_identity(2));
+    }
+
+    /// The reference: `cat` over its arguments each evaluated on its own,
+    /// `to_string` interning its symbol (the path before the fused one).
+    fn cat_unfused(args: &[Expr], row: &Tuple) -> Option<Value> {
+        let vals = args
+            .iter()
+            .map(|a| match a {
+                Expr::Call(f, xs) => {
+                    let xs = xs
+                        .iter()
+                        .map(|x| eval(x, row))
+                        .collect::<Option<Vec<_>>>()?;
+                    functors::eval(*f, &xs)
+                }
+                _ => eval(a, row),
+            })
+            .collect::<Option<Vec<_>>>()?;
+        functors::eval(Builtin::Cat, &vals)
+    }
+
+    fn any_arg() -> impl Strategy<Value = Expr> {
+        let to_string = |x| Expr::Call(Builtin::ToString, vec![x]);
+        prop_oneof![
+            (0usize..4).prop_map(Expr::Slot),
+            (0usize..4).prop_map(move |i| to_string(Expr::Slot(i))),
+            "[a-z,=]{0,4}".prop_map(|t| Expr::Const(Value::sym(&t))),
+            any::<i64>().prop_map(move |n| to_string(Expr::Const(Value::Number(n)))),
+            // `to_string` with a wrong arity is undefined, fused or not.
+            Just(Expr::Call(Builtin::ToString, vec![])),
+        ]
+    }
+
+    proptest! {
+        /// `cat(.., to_string(x), ..)` evaluated on the fused path gives the
+        /// symbol the unfused evaluation gives (and is undefined alike), for
+        /// up to 10 arguments (past 8 is the plain path) over rows of
+        /// symbols, numbers, addresses and MACs.
+        #[test]
+        fn fused_cat_equals_unfused(
+            args in proptest::collection::vec(any_arg(), 0..11),
+            row in proptest::collection::vec(
+                prop_oneof![
+                    any::<i64>().prop_map(Value::Number),
+                    any::<u32>().prop_map(Value::Ipv4),
+                    any::<u64>().prop_map(|m| Value::Mac(m & 0xffff_ffff_ffff)),
+                    "[a-z.:]{0,5}".prop_map(|t| Value::sym(&t)),
+                ],
+                4,
+            ),
+        ) {
+            let row = Tuple::from_values(&row);
+            let e = Expr::Call(Builtin::Cat, args.clone());
+            prop_assert_eq!(eval(&e, &row), cat_unfused(&args, &row));
+        }
     }
 }

@@ -206,21 +206,30 @@ impl Packed {
     /// Rebuilds `main` as the current rows with `changes` applied in order.
     fn merge(&mut self, changes: &[(&Tuple, isize)]) -> Result<(), usize> {
         let a = self.arity();
-        // (words, diff, index in `changes`), sorted by row then by order
-        let mut batch: Vec<(Box<[u64]>, isize, usize)> = Vec::with_capacity(changes.len());
+        // Every change's words in one flat vector (no allocation per row:
+        // a first commit merges millions), and the changes' indices sorted
+        // by row, then by order.
+        let mut words: Vec<u64> = Vec::with_capacity(changes.len() * a);
         for (i, (t, d)) in changes.iter().enumerate() {
-            match self.encode(t) {
-                Some(w) if d.abs() == 1 => batch.push((w, *d, i)),
-                _ => return Err(i),
+            if t.len() != a || d.abs() != 1 {
+                return Err(i);
+            }
+            for (k, p) in self.prims.iter().enumerate() {
+                match t.get(k).and_then(|v| encode(*p, v)) {
+                    Some(w) => words.push(w),
+                    None => return Err(i),
+                }
             }
         }
-        batch.sort_unstable_by(|x, y| x.0.cmp(&y.0).then(x.2.cmp(&y.2)));
+        let row = |i: usize| &words[i * a..(i + 1) * a];
+        let mut batch: Vec<usize> = (0..changes.len()).collect();
+        batch.sort_unstable_by(|&x, &y| row(x).cmp(row(y)).then(x.cmp(&y)));
         let current = self.current();
         let mut main = Vec::with_capacity(current.len() + batch.len() * a);
         let mut at = 0; // next row of `current`
         let mut g = 0; // first change of the next row of the batch
         while g < batch.len() {
-            let w = &batch[g].0[..];
+            let w = row(batch[g]);
             while at < current.len() && &current[at..at + a] < w {
                 main.extend_from_slice(&current[at..at + a]);
                 at += a;
@@ -229,9 +238,9 @@ impl Packed {
             if present {
                 at += a;
             }
-            while g < batch.len() && &batch[g].0[..] == w {
-                let (_, d, idx) = batch[g];
-                present = match d {
+            while g < batch.len() && row(batch[g]) == w {
+                let idx = batch[g];
+                present = match changes[idx].1 {
                     1 if !present => true,
                     -1 if present => false,
                     _ => return Err(idx),

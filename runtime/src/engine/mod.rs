@@ -13,6 +13,9 @@
 //! - `validate.rs`: checks the plan's invariants (PLAN-SLOTS, PLAN-STRATA,
 //!   PLAN-RECURSIVE) and user rows before anything runs.
 //! - `driver.rs`: the timely worker threads, epochs, capture and shutdown.
+//! - `fdcheck.rs`: rules of the shape `e(k) :- r(k, a1), r(k, a2), a1 < a2`
+//!   (a functional-dependency check), taken out of the dataflow and
+//!   evaluated by the driver from `r`'s changes, one hash update per row.
 //! - `pieces.rs`: which dataflows (pieces) a plan becomes — one per
 //!   stratum, or, for a stratum whose rules read ≥ 4 different sets of relations, one
 //!   per set of relations read plus a union piece — and where their changes go.
@@ -40,6 +43,7 @@ mod arrange;
 mod body;
 mod driver;
 mod eval;
+mod fdcheck;
 mod mirror;
 mod pieces;
 mod render;
@@ -245,6 +249,22 @@ pub struct Engine {
     /// Of a one-shot engine, per relation: whether a commit after commit 0
     /// may change its base facts. `None`: every relation may change.
     changeable: Option<Vec<bool>>,
+    /// The functional-dependency checks the driver evaluates (`fdcheck.rs`).
+    checks: Checks,
+}
+
+/// The driver's side of `fdcheck.rs`.
+struct Checks {
+    indexes: Vec<fdcheck::Index>,
+    /// Per relation: whether a check reads it.
+    source: Vec<bool>,
+    /// Per relation: whether a check derives it (its changes from the
+    /// dataflow wait for the checks' own at the end of the epoch, so the
+    /// relation's changes are netted once).
+    head: Vec<bool>,
+    /// Per check: whether a one-shot engine frees its index after commit 0
+    /// (its relation cannot change any more).
+    free_after_first: Vec<bool>,
 }
 
 impl Engine {
@@ -282,14 +302,37 @@ impl Engine {
         changeable: Option<Vec<bool>>,
     ) -> Result<Engine, EngineError> {
         validate::plan(&plan)?;
+        // The dataflow runs the plan without the checks the driver evaluates.
+        let (flow_plan, fd) = fdcheck::split(&plan);
+        let flow_plan = Arc::new(flow_plan);
         let release = match &changeable {
-            Some(c) => released_strata(&plan, c),
+            Some(c) => released_strata(&flow_plan, c),
             None => vec![false; plan.strata.len()],
         };
         let (build_start, build_cpu) = (Instant::now(), crate::cpu::process());
         // A one-shot engine's later commits reach few pieces: no deferring.
         let defer = changeable.is_none();
-        let w = Workers::start(plan.clone(), workers, Arc::new(release), defer)?;
+        let owner = render::Routes::new(&flow_plan);
+        let free_after_first = fd
+            .iter()
+            .map(|c| match (&changeable, owner.owner(c.rel)) {
+                (None, _) => false,
+                (Some(_), Some(s)) => release[s],
+                (Some(ch), None) => !ch[c.rel],
+            })
+            .collect();
+        let mut checks = Checks {
+            indexes: Vec::new(),
+            source: vec![false; plan.relations.len()],
+            head: vec![false; plan.relations.len()],
+            free_after_first,
+        };
+        for c in fd {
+            checks.source[c.rel] = true;
+            checks.head[c.head] = true;
+            checks.indexes.push(fdcheck::Index::new(c));
+        }
+        let w = Workers::start(flow_plan.clone(), workers, Arc::new(release), defer)?;
         let (build_wall, build_cpu) = (
             build_start.elapsed(),
             crate::cpu::process().saturating_sub(build_cpu),
@@ -313,7 +356,7 @@ impl Engine {
             base: plan.relations.iter().map(RowSet::for_relation).collect(),
             derived,
             contents: plan.relations.iter().map(RowSet::for_relation).collect(),
-            extra_derivations: render::counted_relations(&plan)
+            extra_derivations: render::counted_relations(&flow_plan)
                 .into_iter()
                 .map(|c| c.then(FxHashMap::default))
                 .collect(),
@@ -321,6 +364,7 @@ impl Engine {
             poisoned: None,
             plan: plan.clone(),
             changeable,
+            checks,
         };
         let tx = Transaction {
             changes: plan
@@ -391,51 +435,58 @@ impl Engine {
         // once, and no other part of the epoch holds it).
         let mut by_rel: BTreeMap<RelId, Vec<(Row, isize)>> = BTreeMap::new();
         let mut net_changes = 0;
-        let (contents, extra, plan) = (&mut self.contents, &mut self.extra_derivations, &self.plan);
+        let mut mirror = Mirror {
+            contents: &mut self.contents,
+            extra: &mut self.extra_derivations,
+            plan: &self.plan,
+            checks: &mut self.checks,
+            epoch,
+            by_rel: want_changes.then_some(&mut by_rel),
+        };
+        // A checked relation's changes from the dataflow wait for the
+        // checks' (see `Checks::head`).
+        let mut held = Vec::new();
         let applied = self.workers.run(epoch, data.clone(), |mut part| {
             consolidate(&mut part);
             for group in part.chunk_by(|a, b| a.0 == b.0) {
-                let rel = group[0].0;
-                let misfit = |t: &Tuple, d: isize| {
-                    let name = &plan.relations[rel].name;
-                    EngineError::Internal(format!(
-                        "epoch {epoch}: change {d:+} of {t:?} in {name} does not fit a set"
-                    ))
-                };
-                let changes: Vec<(&Tuple, isize)> = match &mut extra[rel] {
-                    Some(counts) => {
-                        let set = &contents[rel];
-                        let mut sets = Vec::new();
-                        for (_, t, d) in group {
-                            let set_change = count_derivations(set, counts, t, *d)
-                                .ok_or_else(|| misfit(t, *d))?;
-                            if let Some(s) = set_change {
-                                sets.push((t, s));
-                            }
-                        }
-                        sets
-                    }
-                    None => group.iter().map(|(_, t, d)| (t, *d)).collect(),
-                };
-                if let Err(i) = contents[rel].apply(&changes) {
-                    let (t, d) = changes[i];
-                    return Err(misfit(t, d));
-                }
-                net_changes += changes.len();
-                if want_changes && !changes.is_empty() {
-                    let v = by_rel.entry(rel).or_default();
-                    v.extend(changes.iter().map(|(t, d)| (t.to_row(), *d)));
+                if mirror.checks.head[group[0].0] {
+                    held.extend_from_slice(group);
+                } else {
+                    net_changes += mirror.apply(group)?;
                 }
             }
             Ok(())
         });
-        let out = match applied {
+        let out = match applied.and_then(|out| {
+            // Input-only relations a check reads: their effective base changes.
+            for (rel, t, d) in data.iter().filter(|(rel, ..)| !self.derived[*rel]) {
+                if mirror.checks.source[*rel] {
+                    mirror.feed_checks(*rel, &[(t, *d)])?;
+                }
+            }
+            for index in &mut mirror.checks.indexes {
+                index.drain(&mut held);
+            }
+            consolidate(&mut held);
+            for group in held.chunk_by(|a, b| a.0 == b.0) {
+                net_changes += mirror.apply(group)?;
+            }
+            Ok(out)
+        }) {
             Ok(o) => o,
             Err(e) => {
                 self.poisoned = Some(e.to_string());
                 return Err(e);
             }
         };
+        if epoch == 0 && self.changeable.is_some() {
+            let checks = &mut self.checks;
+            for (index, free) in checks.indexes.iter_mut().zip(&checks.free_after_first) {
+                if *free {
+                    index.free();
+                }
+            }
+        }
         let dataflow = flow_start.elapsed();
         self.next_epoch += 1;
         // Input-only relations: their effective base changes.
@@ -554,6 +605,87 @@ impl Engine {
 impl Drop for Engine {
     fn drop(&mut self) {
         self.workers.shutdown();
+    }
+}
+
+/// What applying an epoch's captured changes to the mirror touches.
+struct Mirror<'a> {
+    contents: &'a mut [RowSet],
+    extra: &'a mut [Option<FxHashMap<Tuple, u32>>],
+    plan: &'a Plan,
+    checks: &'a mut Checks,
+    epoch: u64,
+    /// The commit's [`Changes`], if the caller wants them.
+    by_rel: Option<&'a mut BTreeMap<RelId, Vec<(Row, isize)>>>,
+}
+
+impl Mirror<'_> {
+    /// Applies one relation's consolidated changes (a part holds a row at
+    /// most once, and no other part of the epoch holds it): to its set, or
+    /// through the count of derivations of a counted relation; feeds the
+    /// set changes to the checks reading it. Returns how many rows of the
+    /// set changed.
+    fn apply(&mut self, group: &[(RelId, Tuple, isize)]) -> Result<usize, EngineError> {
+        let rel = group[0].0;
+        let (plan, epoch) = (self.plan, self.epoch);
+        let misfit = |t: &Tuple, d: isize| {
+            let name = &plan.relations[rel].name;
+            EngineError::Internal(format!(
+                "epoch {epoch}: change {d:+} of {t:?} in {name} does not fit a set"
+            ))
+        };
+        let changes: Vec<(&Tuple, isize)> = match &mut self.extra[rel] {
+            Some(counts) => {
+                let set = &self.contents[rel];
+                let mut sets = Vec::new();
+                for (_, t, d) in group {
+                    let set_change =
+                        count_derivations(set, counts, t, *d).ok_or_else(|| misfit(t, *d))?;
+                    if let Some(s) = set_change {
+                        sets.push((t, s));
+                    }
+                }
+                sets
+            }
+            None => group.iter().map(|(_, t, d)| (t, *d)).collect(),
+        };
+        if let Err(i) = self.contents[rel].apply(&changes) {
+            let (t, d) = changes[i];
+            return Err(misfit(t, d));
+        }
+        if self.checks.source[rel] {
+            self.feed_checks(rel, &changes)?;
+        }
+        if let Some(by_rel) = self.by_rel.as_deref_mut().filter(|_| !changes.is_empty()) {
+            let v = by_rel.entry(rel).or_default();
+            v.extend(changes.iter().map(|(t, d)| (t.to_row(), *d)));
+        }
+        Ok(changes.len())
+    }
+
+    /// Hands set changes of `rel` to the checks reading it.
+    fn feed_checks(&mut self, rel: RelId, changes: &[(&Tuple, isize)]) -> Result<(), EngineError> {
+        for index in self
+            .checks
+            .indexes
+            .iter_mut()
+            .filter(|i| i.check.rel == rel)
+        {
+            if self.epoch == 0 {
+                index.reserve(changes.len());
+            }
+            for (t, d) in changes {
+                index.apply(t, *d).ok_or_else(|| {
+                    EngineError::Internal(format!(
+                        "epoch {}: change {d:+} of {t:?} in {} does not fit the conflict check of {}",
+                        self.epoch,
+                        self.plan.relations[rel].name,
+                        self.plan.relations[index.check.head].name
+                    ))
+                })?;
+            }
+        }
+        Ok(())
     }
 }
 
