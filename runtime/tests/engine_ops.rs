@@ -10,15 +10,14 @@
 //! the result, negation on a projection and on a whole row, and an
 //! aggregate over a recursive stratum's relation.
 
-use netc_compiler::plan::{Plan, RelId};
+use netc_compiler::plan::RelId;
 use netc_compiler::value::Row;
 use netc_runtime::engine::{Engine, Transaction};
 use proptest::prelude::*;
 use std::collections::BTreeSet;
-use std::sync::Arc;
 
 mod engine_util;
-use engine_util::{compile_text, rel_named, row};
+use engine_util::{assert_commit_exact, compile_text, from_scratch, rel_named, row};
 
 /// `n`: keys from `a`'s first column (shared by several `a` rows), head
 /// from the group and result only; `m`: the outer row joined back; `s`,
@@ -63,15 +62,6 @@ fn arity(name: &str) -> usize {
     }
 }
 
-/// Every relation's contents from a fresh engine loaded with `facts`.
-fn from_scratch(plan: &Plan, facts: &BTreeSet<(RelId, Row)>) -> Vec<Vec<Row>> {
-    let mut p = plan.clone();
-    p.facts = facts.iter().cloned().collect();
-    p.fact_spans.clear();
-    let e = Engine::new(Arc::new(p), 1).unwrap();
-    (0..plan.relations.len()).map(|r| e.contents(r)).collect()
-}
-
 /// One edit: insert (`true`) or delete a base fact of `EDITABLE[i]`.
 type Edit = (usize, i64, i64, bool);
 
@@ -98,28 +88,8 @@ fn run(commits: &[Vec<Edit>], workers: usize) {
         }
         let changes = e.commit(t).unwrap();
         let after = from_scratch(&plan, &facts);
-        for (id, r) in plan.relations.iter().enumerate() {
-            let name = &r.name;
-            assert_eq!(
-                e.contents(id),
-                after[id],
-                "{name} after commit {i}, {workers} worker(s)"
-            );
-            let (old, new): (BTreeSet<&Row>, BTreeSet<&Row>) =
-                (before[id].iter().collect(), after[id].iter().collect());
-            let mut net: Vec<(Row, isize)> = new
-                .difference(&old)
-                .map(|r| ((*r).clone(), 1))
-                .chain(old.difference(&new).map(|r| ((*r).clone(), -1)))
-                .collect();
-            net.sort();
-            let mut got = changes.get(id).to_vec();
-            got.sort();
-            assert_eq!(
-                got, net,
-                "{name}'s changes in commit {i}, {workers} worker(s)"
-            );
-        }
+        let what = format!("commit {i}, {workers} worker(s)");
+        assert_commit_exact(&e, &plan, &changes, &before, &after, &what);
         before = after;
     }
 }

@@ -15,7 +15,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 mod engine_util;
-use engine_util::{compile_text, rel_named, row};
+use engine_util::{assert_commit_exact, compile_text, from_scratch, rel_named, row};
 
 /// Chains of joins (`h1`, `h6`), negation (`h2`, `h7`), an aggregate
 /// (`h3`), a self-join (`h4`), constant patterns (`h5`), a derived
@@ -65,15 +65,6 @@ fn arity(name: &str) -> usize {
     }
 }
 
-/// Every relation's contents from a fresh engine loaded with `facts`.
-fn from_scratch(plan: &Plan, facts: &BTreeSet<(RelId, Row)>) -> Vec<Vec<Row>> {
-    let mut p = plan.clone();
-    p.facts = facts.iter().cloned().collect();
-    p.fact_spans.clear();
-    let e = Engine::new(Arc::new(p), 1).unwrap();
-    (0..plan.relations.len()).map(|r| e.contents(r)).collect()
-}
-
 /// One edit: insert (`true`) or delete a base fact of `EDITABLE[i]`.
 type Edit = (usize, i64, i64, bool);
 
@@ -103,28 +94,8 @@ fn run(commits: &[Vec<Edit>], workers: usize) -> Vec<usize> {
         let changes = e.commit(t).unwrap();
         ran.push(e.stats().last.pieces_run);
         let after = from_scratch(&plan, &facts);
-        for (id, r) in plan.relations.iter().enumerate() {
-            let name = &r.name;
-            assert_eq!(
-                e.contents(id),
-                after[id],
-                "{name} after commit {i}, {workers} worker(s)"
-            );
-            let (old, new): (BTreeSet<&Row>, BTreeSet<&Row>) =
-                (before[id].iter().collect(), after[id].iter().collect());
-            let mut net: Vec<(Row, isize)> = new
-                .difference(&old)
-                .map(|r| ((*r).clone(), 1))
-                .chain(old.difference(&new).map(|r| ((*r).clone(), -1)))
-                .collect();
-            net.sort();
-            let mut got = changes.get(id).to_vec();
-            got.sort();
-            assert_eq!(
-                got, net,
-                "{name}'s changes in commit {i}, {workers} worker(s)"
-            );
-        }
+        let what = format!("commit {i}, {workers} worker(s)");
+        assert_commit_exact(&e, &plan, &changes, &before, &after, &what);
         before = after;
     }
     ran

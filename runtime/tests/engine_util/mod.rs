@@ -215,3 +215,45 @@ pub fn sorted(mut v: Vec<(Row, isize)>) -> Vec<(Row, isize)> {
     v.sort();
     v
 }
+
+/// Every relation's contents from a fresh engine loaded with `facts`: the
+/// oracle a warm engine's commits are held to.
+pub fn from_scratch(
+    plan: &Plan,
+    facts: &std::collections::BTreeSet<(RelId, Row)>,
+) -> Vec<Vec<Row>> {
+    let mut p = plan.clone();
+    p.facts = facts.iter().cloned().collect();
+    p.fact_spans.clear();
+    let e = Engine::new(Arc::new(p), 1).unwrap();
+    (0..plan.relations.len()).map(|r| e.contents(r)).collect()
+}
+
+/// Asserts that a warm engine after a commit holds `after` (from
+/// [`from_scratch`]) and that the commit's `changes` are exactly the net
+/// difference from `before`; `what` names the commit in a failure.
+pub fn assert_commit_exact(
+    e: &Engine,
+    plan: &Plan,
+    changes: &Changes,
+    before: &[Vec<Row>],
+    after: &[Vec<Row>],
+    what: &str,
+) {
+    use std::collections::BTreeSet;
+    for (id, r) in plan.relations.iter().enumerate() {
+        let name = &r.name;
+        assert_eq!(e.contents(id), after[id], "{name} after {what}");
+        let (old, new): (BTreeSet<&Row>, BTreeSet<&Row>) =
+            (before[id].iter().collect(), after[id].iter().collect());
+        let mut net: Vec<(Row, isize)> = new
+            .difference(&old)
+            .map(|r| ((*r).clone(), 1))
+            .chain(old.difference(&new).map(|r| ((*r).clone(), -1)))
+            .collect();
+        net.sort();
+        let mut got = changes.get(id).to_vec();
+        got.sort();
+        assert_eq!(got, net, "{name}'s changes in {what}");
+    }
+}
