@@ -51,6 +51,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -152,18 +153,25 @@ def run_step(cmd: list[str], cap_bytes: int, timeout: float, scratch: Path, env:
     start = time.monotonic()
     with out_path.open("wb") as fo, err_path.open("wb") as fe:
         p = subprocess.Popen(full, stdout=fo, stderr=fe, env=env, start_new_session=True)
-        deadline = start + timeout
-        timed_out = False
-        while True:
-            pid, status, ru = os.wait4(p.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.monotonic() > deadline:
-                timed_out = True
+        # Block in wait4 and let a timer kill the group at the deadline: a
+        # parent polling 20 times a second wakes on a 2-core machine beside
+        # the step it measures (warm p50s 30-50% higher in a probe, 2026-11-27).
+        fired = threading.Event()
+
+        def kill_group() -> None:
+            fired.set()
+            try:
                 os.killpg(p.pid, signal.SIGKILL)
-                pid, status, ru = os.wait4(p.pid, 0)
-                break
-            time.sleep(0.05)
+            except ProcessLookupError:
+                pass
+
+        timer = threading.Timer(timeout, kill_group)
+        timer.start()
+        try:
+            _, status, ru = os.wait4(p.pid, 0)
+        finally:
+            timer.cancel()
+        timed_out = fired.is_set()
     p.returncode = os.waitstatus_to_exitcode(status)  # reaped by wait4; keep Popen from waiting again
     wall = time.monotonic() - start
     err = err_path.read_text(errors="replace")

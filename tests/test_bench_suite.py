@@ -13,6 +13,7 @@ import importlib.util
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -104,3 +105,23 @@ def test_replot_rejects_bad_input_with_a_clear_error(tmp_path, content, args, me
     assert message in r.stderr
     assert "Traceback" not in r.stderr
     assert not (tmp_path / "plots").exists()
+
+
+def test_run_step_reports_ok_and_kills_a_step_at_its_deadline(tmp_path):
+    suite = _suite_module()
+    cap = 2 * 1024**3
+    ok = suite.run_step([sys.executable, "-c", "print(sum(range(3_000_000)))"], cap, 60, tmp_path)
+    assert ok["outcome"] == "ok" and ok["rc"] == 0, ok
+    assert ok["stdout"].strip() == str(sum(range(3_000_000)))
+    assert ok["cpu_s"] > 0 and ok["wall_s"] < 60
+    # A step that outlives its deadline, with a child in its process group:
+    # both are killed at the deadline, not when the step would have ended.
+    marker = tmp_path / "child-alive"
+    child = tmp_path / "child.py"
+    child.write_text(f"import time\ntime.sleep(30)\nopen({str(marker)!r}, 'w').close()\n")
+    script = f"import subprocess, sys, time\nsubprocess.Popen([sys.executable, {str(child)!r}])\ntime.sleep(30)\n"
+    slow = suite.run_step([sys.executable, "-c", script], cap, 1.5, tmp_path)
+    assert slow["outcome"].startswith("timeout after 2 s"), slow
+    assert slow["rc"] == -9 and 1.4 < slow["wall_s"] < 20, slow
+    time.sleep(0.5)
+    assert not marker.exists()
