@@ -55,6 +55,14 @@ def with_fact(s_intent: Path, tmp_path: Path, fact: str) -> tuple[Path, int]:
     return intent, text.count("\n") + 1
 
 
+def assert_refused(r: subprocess.CompletedProcess, out: Path, error: str, intent: Path, line: int) -> None:
+    """Refused with `error`, citing the appended fact's line; nothing written."""
+    assert r.returncode == 1, r.stderr
+    assert error in r.stderr, r.stderr
+    assert f"--> {intent}:{line}:1" in r.stderr, r.stderr
+    assert not out.exists(), "no artifacts are written for conflicting intent"
+
+
 def first_with_match(rows: list[list[str]]) -> list[str]:
     return next(r for r in rows if r[3] and '"' not in r[3] + r[4])
 
@@ -65,10 +73,7 @@ def test_a_flow_with_another_action_for_a_generated_key_is_refused(netc_bin, s_i
     intent, line = with_fact(s_intent, tmp_path, f'ovs_flow("{h}", {tb}, {p}, "{m}", "{other}", 1).')
     out = tmp_path / "out"
     r = compile_(netc_bin, out, intent)
-    assert r.returncode == 1, r.stderr
-    assert f'error[intent]: ovs flow conflict: host="{h}" table={tb} priority={p} match="{m}"' in r.stderr, r.stderr
-    assert f"--> {intent}:{line}:1" in r.stderr, r.stderr
-    assert not out.exists(), "no artifacts are written for conflicting flows"
+    assert_refused(r, out, f'error[intent]: ovs flow conflict: host="{h}" table={tb} priority={p} match="{m}"', intent, line)
     j = compile_(netc_bin, out, intent, "--json")
     assert j.returncode == 1
     findings = json.loads(j.stdout or j.stderr)["error"]["findings"]
@@ -89,7 +94,4 @@ def test_a_group_with_another_type_for_a_generated_id_is_refused(netc_bin, s_int
     intent, line = with_fact(s_intent, tmp_path, f'ovs_group("{h}", {g}, "{other}", "{b}").')
     out = tmp_path / "out"
     r = compile_(netc_bin, out, intent)
-    assert r.returncode == 1, r.stderr
-    assert f'error[intent]: ovs group conflict: host="{h}" group_id={g}' in r.stderr, r.stderr
-    assert f"--> {intent}:{line}:1" in r.stderr, r.stderr
-    assert not out.exists()
+    assert_refused(r, out, f'error[intent]: ovs group conflict: host="{h}" group_id={g}', intent, line)

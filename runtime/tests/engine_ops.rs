@@ -17,7 +17,7 @@ use proptest::prelude::*;
 use std::collections::BTreeSet;
 
 mod engine_util;
-use engine_util::{assert_commit_exact, compile_text, from_scratch, rel_named, row};
+use engine_util::{assert_commit_exact, compile_text, edit, from_scratch, rel_named, row};
 
 /// `n`: keys from `a`'s first column (shared by several `a` rows), head
 /// from the group and result only; `m`: the outer row joined back; `s`,
@@ -77,14 +77,7 @@ fn run(commits: &[Vec<Edit>], workers: usize) {
         for &(r, x, y, insert) in edits {
             let name = EDITABLE[r];
             let id = rel_named(&plan, name);
-            let xs = row(&[x, y][..arity(name)]);
-            if insert {
-                facts.insert((id, xs.clone()));
-                t.insert(id, xs);
-            } else {
-                facts.remove(&(id, xs.clone()));
-                t.delete(id, xs);
-            }
+            edit(&mut t, &mut facts, id, row(&[x, y][..arity(name)]), insert);
         }
         let changes = e.commit(t).unwrap();
         let after = from_scratch(&plan, &facts);

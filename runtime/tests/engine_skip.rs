@@ -15,7 +15,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 mod engine_util;
-use engine_util::{assert_commit_exact, compile_text, from_scratch, rel_named, row};
+use engine_util::{assert_commit_exact, compile_text, edit, from_scratch, rel_named, row};
 
 /// Chains of joins (`h1`, `h6`), negation (`h2`, `h7`), an aggregate
 /// (`h3`), a self-join (`h4`), constant patterns (`h5`), a derived
@@ -82,14 +82,7 @@ fn run(commits: &[Vec<Edit>], workers: usize) -> Vec<usize> {
         for &(r, x, y, insert) in edits {
             let name = EDITABLE[r];
             let id = rel_named(&plan, name);
-            let xs = row(&[x, y][..arity(name)]);
-            if insert {
-                facts.insert((id, xs.clone()));
-                t.insert(id, xs);
-            } else {
-                facts.remove(&(id, xs.clone()));
-                t.delete(id, xs);
-            }
+            edit(&mut t, &mut facts, id, row(&[x, y][..arity(name)]), insert);
         }
         let changes = e.commit(t).unwrap();
         ran.push(e.stats().last.pieces_run);

@@ -257,3 +257,21 @@ pub fn assert_commit_exact(
         assert_eq!(got, net, "{name}'s changes in {what}");
     }
 }
+
+/// One base-fact edit, made both in the transaction a warm engine commits
+/// and in `facts`, the set [`from_scratch`] is given.
+pub fn edit(
+    t: &mut Transaction,
+    facts: &mut std::collections::BTreeSet<(RelId, Row)>,
+    id: RelId,
+    xs: Row,
+    insert: bool,
+) {
+    if insert {
+        facts.insert((id, xs.clone()));
+        t.insert(id, xs);
+    } else {
+        facts.remove(&(id, xs.clone()));
+        t.delete(id, xs);
+    }
+}
