@@ -1,6 +1,7 @@
 //! `netc check FILE...`: diagnostics only.
 //!
-//! Parses, checks and lowers; prints every error and warning with its
+//! Parses, checks and lowers; prints the errors and warnings (the first 20,
+//! then how many more: `commands::report`) with their
 //! location; `--dump-after=<pass>` prints that pass's output on stdout.
 //! With `--intent`, the files are intent: they are checked together with the
 //! standard rules and evaluated, and bad intent (`error_*` rows) is reported
