@@ -401,23 +401,72 @@ pub fn sort_by_row<X>(items: &mut [X], row: impl Fn(&X) -> &[Value]) {
     }
     syms.sort_unstable();
     syms.dedup();
-    let mut by_text: Vec<(Arc<str>, u32)> = syms.iter().map(|&id| (Sym(id).as_str(), id)).collect();
-    by_text.sort_unstable();
-    // Indexed by symbol id: ids are dense (the interner numbers them from 0).
-    let mut rank = vec![0u32; syms.last().map_or(0, |&m| m as usize + 1)];
-    for (r, (_, id)) in by_text.iter().enumerate() {
-        rank[*id as usize] = r as u32;
-    }
-    drop(by_text);
+    let rank = Ranks::new(syms);
     items.sort_by(|a, b| cmp_ranked(row(a), row(b), &rank));
+}
+
+/// Each symbol's rank among a sort's distinct symbols, in text order.
+enum Ranks {
+    /// Indexed by symbol id (ids are dense: the interner numbers them
+    /// from 0), when the sort's symbols are a good part of every id below
+    /// the highest.
+    Dense(Vec<u32>),
+    /// The sort's symbol ids, ascending, and their ranks. Why: a warm
+    /// commit's few changed rows may name a symbol interned late, and a
+    /// dense table would then be as long as the interner (millions of ids
+    /// at L: megabytes zeroed per sort).
+    Sparse { ids: Vec<u32>, ranks: Vec<u32> },
+}
+
+impl Ranks {
+    /// `ids`: ascending, distinct.
+    fn new(ids: Vec<u32>) -> Ranks {
+        let ranks = Ranks::by_text(&ids);
+        let top = ids.last().map_or(0, |&m| m as usize + 1);
+        if top > 8 * ids.len() + 1024 {
+            Ranks::Sparse { ids, ranks }
+        } else {
+            Ranks::dense(&ids, &ranks)
+        }
+    }
+
+    /// Each of `ids`' rank in the order of their text.
+    fn by_text(ids: &[u32]) -> Vec<u32> {
+        let mut by_text: Vec<(Arc<str>, usize)> = ids
+            .iter()
+            .enumerate()
+            .map(|(i, &id)| (Sym(id).as_str(), i))
+            .collect();
+        by_text.sort_unstable();
+        let mut ranks = vec![0u32; ids.len()];
+        for (r, (_, i)) in by_text.iter().enumerate() {
+            ranks[*i] = r as u32;
+        }
+        ranks
+    }
+
+    fn dense(ids: &[u32], ranks: &[u32]) -> Ranks {
+        let mut dense = vec![0u32; ids.last().map_or(0, |&m| m as usize + 1)];
+        for (&id, &r) in ids.iter().zip(ranks) {
+            dense[id as usize] = r;
+        }
+        Ranks::Dense(dense)
+    }
+
+    fn of(&self, id: u32) -> u32 {
+        match self {
+            Ranks::Dense(rank) => rank[id as usize],
+            Ranks::Sparse { ids, ranks } => ids.binary_search(&id).map_or(0, |i| ranks[i]),
+        }
+    }
 }
 
 /// `Value`'s order on rows, symbols compared by their `rank` (which orders
 /// them as their text does).
-fn cmp_ranked(a: &[Value], b: &[Value], rank: &[u32]) -> Ordering {
+fn cmp_ranked(a: &[Value], b: &[Value], rank: &Ranks) -> Ordering {
     for (x, y) in a.iter().zip(b) {
         let o = match (x, y) {
-            (Value::Symbol(s), Value::Symbol(t)) => rank[s.0 as usize].cmp(&rank[t.0 as usize]),
+            (Value::Symbol(s), Value::Symbol(t)) => rank.of(s.0).cmp(&rank.of(t.0)),
             _ => x.cmp(y),
         };
         if o != Ordering::Equal {
@@ -578,6 +627,32 @@ mod tests {
             want.sort();
             sort_rows(&mut rows);
             proptest::prop_assert_eq!(rows, want);
+        }
+
+        /// Both forms of the ranks (dense by id, sparse by search) sort as
+        /// `Value`'s own order, whichever `sort_rows` would pick.
+        #[test]
+        fn dense_and_sparse_ranks_sort_alike(
+            rows in proptest::collection::vec(proptest::collection::vec(value(), 0..4), 0..40)
+        ) {
+            let mut want = rows.clone();
+            want.sort();
+            let mut ids: Vec<u32> = rows
+                .iter()
+                .flatten()
+                .filter_map(|v| match v {
+                    Value::Symbol(s) => Some(s.0),
+                    _ => None,
+                })
+                .collect();
+            ids.sort_unstable();
+            ids.dedup();
+            let ranks = Ranks::by_text(&ids);
+            for form in [Ranks::dense(&ids, &ranks), Ranks::Sparse { ids: ids.clone(), ranks: ranks.clone() }] {
+                let mut got = rows.clone();
+                got.sort_by(|a, b| cmp_ranked(a, b, &form));
+                proptest::prop_assert_eq!(&got, &want);
+            }
         }
     }
 }
