@@ -154,6 +154,11 @@ fn intent_run(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
+/// The same allocator as `netc`'s (see runtime/src/main.rs), so the
+/// bench measures what `netc serve` runs.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
