@@ -265,7 +265,6 @@ pub fn run(a: &IntentArgs) -> Result<Json, String> {
         .map(|(&r, (b, a))| json!({"relation": plan.relations[r].name, "before": b, "after": a}))
         .collect();
     let rss_end_warm = measure::peak_rss_mib();
-    let lanes = engine.stats().lanes;
     drop(engine);
     drop(placement);
 
@@ -286,8 +285,6 @@ pub fn run(a: &IntentArgs) -> Result<Json, String> {
     Ok(json!({
         "intent": a.intent.display().to_string(),
         "workers": a.workers,
-        // Threads the warm engine ran its pieces in (`NETC_ENGINE_LANES`).
-        "lanes": lanes,
         "vms": vms,
         "ovs_flows": flows,
         "artifacts": artifacts,

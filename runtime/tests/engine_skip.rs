@@ -4,8 +4,7 @@
 //! evaluation of the same base facts (a fresh engine, whose first epoch
 //! runs every piece with everything) and to exact net changes, over random
 //! sequences where partners appear after a row was deferred, deferred rows
-//! are retracted, and deletions are deferred; with 1 and 2 workers, and
-//! one worker in 2 lanes. They
+//! are retracted, and deletions are deferred; with 1 and 2 workers. They
 //! also check that deferring happens (`CommitStats::pieces_run`).
 
 use netc_compiler::plan::{Plan, RelId};
@@ -69,20 +68,12 @@ fn arity(name: &str) -> usize {
 /// One edit: insert (`true`) or delete a base fact of `EDITABLE[i]`.
 type Edit = (usize, i64, i64, bool);
 
-/// How the warm engine runs: (workers, lanes). Lanes (`engine/lanes.rs`)
-/// split the pieces between threads, which must not change a commit.
-const CONFIGS: [(usize, usize); 3] = [(1, 1), (2, 1), (1, 2)];
-
 /// Runs `commits` warm and checks each against a from-scratch evaluation
 /// and its changes against the net difference. Returns the pieces each
 /// commit ran.
-fn run(commits: &[Vec<Edit>], (workers, lanes): (usize, usize)) -> Vec<usize> {
+fn run(commits: &[Vec<Edit>], workers: usize) -> Vec<usize> {
     let plan = compile();
-    let mut e = if lanes > 1 {
-        Engine::with_lanes(plan.clone(), lanes).unwrap()
-    } else {
-        Engine::new(plan.clone(), workers).unwrap()
-    };
+    let mut e = Engine::new(plan.clone(), workers).unwrap();
     let mut facts: BTreeSet<(RelId, Row)> = BTreeSet::new();
     let mut before = from_scratch(&plan, &facts);
     let mut ran = Vec::new();
@@ -96,7 +87,7 @@ fn run(commits: &[Vec<Edit>], (workers, lanes): (usize, usize)) -> Vec<usize> {
         let changes = e.commit(t).unwrap();
         ran.push(e.stats().last.pieces_run);
         let after = from_scratch(&plan, &facts);
-        let what = format!("commit {i}, {workers} worker(s), {lanes} lane(s)");
+        let what = format!("commit {i}, {workers} worker(s)");
         assert_commit_exact(&e, &plan, &changes, &before, &after, &what);
         before = after;
     }
@@ -127,8 +118,8 @@ fn a_deferred_row_is_fed_when_its_partner_arrives() {
         vec![b(2, 3, false)],
         vec![a(1, 2, true), b(2, 3, true)],
     ];
-    for config in CONFIGS {
-        let ran = run(&commits, config);
+    for workers in [1, 2] {
+        let ran = run(&commits, workers);
         // a(1, 2) alone runs h2's piece only (a's readers otherwise wait).
         assert!(
             ran[1] < ran[2],
@@ -151,8 +142,8 @@ fn a_self_join_is_never_deferred_on_itself() {
         vec![e(2, 1, true)],
         vec![e(1, 2, false), e(2, 1, false)],
     ];
-    for config in CONFIGS {
-        run(&commits, config);
+    for workers in [1, 2] {
+        run(&commits, workers);
     }
 }
 
@@ -172,8 +163,8 @@ fn mutual_partners_deleted_together() {
         vec![c(2, true)],
         vec![a(1, 2, true)],
     ];
-    for config in CONFIGS {
-        run(&commits, config);
+    for workers in [1, 2] {
+        run(&commits, workers);
     }
 }
 
@@ -190,8 +181,8 @@ proptest! {
             1..12,
         ),
     ) {
-        for config in CONFIGS {
-            run(&commits, config);
+        for workers in [1, 2] {
+            run(&commits, workers);
         }
     }
 }

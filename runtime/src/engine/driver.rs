@@ -5,9 +5,7 @@
 //! Guarantees:
 //! - `workers` timely threads (`Config::process`) each build the same
 //!   dataflows (`render::build`: one per piece, `pieces.rs`) and then wait for
-//!   [`Command`]s. Or, with lanes (`lanes.rs`: one worker, opt-in), one
-//!   one-worker computation per lane, each building and running only its
-//!   lane's pieces, a piece after the other lanes' pieces feeding it.
+//!   [`Command`]s.
 //! - [`Workers::run`] is one epoch: every worker gets the same batch (an
 //!   `Arc`) and inserts its stride of it (update i goes to worker
 //!   i mod workers; the dataflow exchanges data by key anyway) into the
@@ -43,7 +41,6 @@
 //!   dataflow drain and joins the threads; if a worker is stuck it is
 //!   detached after a grace period rather than hanging the caller.
 
-use super::lanes::Lanes;
 use super::pieces::{Kind, PieceMap};
 use super::render::{self, Built, Dirty, Piece};
 use super::skip::Skip;
@@ -114,11 +111,7 @@ pub struct Workers {
     /// Per relation, whether a stratum derives it.
     derived: Vec<bool>,
     replies: Receiver<Reply>,
-    /// One per timely computation: one with every worker, or one per lane
-    /// (`lanes.rs`). Empty once shut down.
-    guards: Vec<WorkerGuards<()>>,
-    /// The pieces' lanes, when there are several.
-    lanes: Option<Arc<Lanes>>,
+    guards: Option<WorkerGuards<()>>,
     abort: Arc<AtomicBool>,
     /// Shared arrangements each worker built.
     pub arrangements: usize,
@@ -130,23 +123,18 @@ impl Workers {
     /// Starts the threads and waits until every worker has built the
     /// dataflow. `release[s]`: the pieces of stratum `s` are released after
     /// their first run (see [`Release`]). `defer`: pieces may be left unrun
-    /// while their input cannot reach their output (`skip.rs`). `lanes` > 1
-    /// (with one worker and nothing released): the pieces are split between
-    /// that many one-worker computations that run at once (`lanes.rs`).
+    /// while their input cannot reach their output (`skip.rs`).
     pub fn start(
         plan: Arc<Plan>,
         n: usize,
         release: Arc<Vec<bool>>,
         defer: bool,
-        lanes: usize,
     ) -> Result<Workers, EngineError> {
         if n == 0 {
             return Err(EngineError::NoWorkers);
         }
-        let lanes = (lanes > 1 && n == 1 && !release.iter().any(|&r| r)).then_some(lanes);
-        let threads = lanes.unwrap_or(n);
         let (senders, receivers): (Vec<_>, Vec<_>) =
-            (0..threads).map(|_| mpsc::channel::<Command>()).unzip();
+            (0..n).map(|_| mpsc::channel::<Command>()).unzip();
         let receivers = Arc::new(Mutex::new(
             receivers.into_iter().map(Some).collect::<Vec<_>>(),
         ));
@@ -173,72 +161,49 @@ impl Workers {
                 .map(|spec| release.get(spec.stratum).copied().unwrap_or(false))
                 .collect(),
         );
-        let lanes = lanes.map(|count| Arc::new(Lanes::new(&plan, &map, count)));
-        // One computation of `n` workers, or one of one worker per lane.
-        let computations: Vec<(usize, Option<usize>)> = match &lanes {
-            Some(l) => (0..l.count).map(|lane| (1, Some(lane))).collect(),
-            None => vec![(n, None)],
-        };
-        let mut guards = Vec::with_capacity(computations.len());
-        for (workers, lane) in computations {
-            let (plan, map, dirty, skip, release, lanes) = (
-                plan.clone(),
-                map.clone(),
-                dirty.clone(),
-                skip.clone(),
-                release.clone(),
-                lanes.clone(),
-            );
-            let (receivers, reply_tx, abort_w) =
-                (receivers.clone(), reply_tx.clone(), abort_w.clone());
-            let g = timely::execute(timely::Config::process(workers), move |worker| {
-                // This thread's slot in `senders`: its lane, or its worker index.
-                let index = lane.unwrap_or(worker.index());
-                let rx = receivers
-                    .lock()
-                    .ok()
-                    .and_then(|mut v| v.get_mut(index).and_then(Option::take));
-                let Some(rx) = rx else {
-                    let _ = reply_tx.send(Reply::Died {
-                        worker: index,
-                        message: "no command channel".into(),
-                    });
-                    abort_w.store(true, Ordering::SeqCst);
-                    return;
+        let guards = timely::execute(timely::Config::process(n), move |worker| {
+            let index = worker.index();
+            let rx = receivers
+                .lock()
+                .ok()
+                .and_then(|mut v| v.get_mut(index).and_then(Option::take));
+            let Some(rx) = rx else {
+                let _ = reply_tx.send(Reply::Died {
+                    worker: index,
+                    message: "no command channel".into(),
+                });
+                abort_w.store(true, Ordering::SeqCst);
+                return;
+            };
+            let outcome = catch_unwind(AssertUnwindSafe(|| {
+                let release = Release::new(release.clone());
+                let pieces = Pieces {
+                    map: map.clone(),
+                    dirty: dirty.clone(),
+                    skip: skip.clone(),
                 };
-                let outcome = catch_unwind(AssertUnwindSafe(|| {
-                    let release = Release::new(release.clone());
-                    let pieces = Pieces {
-                        map: map.clone(),
-                        dirty: dirty.clone(),
-                        skip: skip.clone(),
-                        lanes: lanes.clone(),
-                        index,
-                    };
-                    worker_loop(worker, &plan, pieces, release, &rx, &reply_tx, &abort_w)
-                }));
-                if let Err(payload) = outcome {
-                    let message = payload
-                        .downcast_ref::<&str>()
-                        .map(|s| s.to_string())
-                        .or_else(|| payload.downcast_ref::<String>().cloned())
-                        .unwrap_or_else(|| "panic".into());
-                    abort_w.store(true, Ordering::SeqCst);
-                    let _ = reply_tx.send(Reply::Died {
-                        worker: index,
-                        message,
-                    });
+                worker_loop(worker, &plan, pieces, release, &rx, &reply_tx, &abort_w)
+            }));
+            if let Err(payload) = outcome {
+                let message = payload
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| payload.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "panic".into());
+                abort_w.store(true, Ordering::SeqCst);
+                let _ = reply_tx.send(Reply::Died {
+                    worker: index,
+                    message,
+                });
+            }
+            if abort_w.load(Ordering::SeqCst) {
+                // Peers may be gone: do not wait for the dataflow to drain.
+                for id in worker.installed_dataflows() {
+                    worker.drop_dataflow(id);
                 }
-                if abort_w.load(Ordering::SeqCst) {
-                    // Peers may be gone: do not wait for the dataflow to drain.
-                    for id in worker.installed_dataflows() {
-                        worker.drop_dataflow(id);
-                    }
-                }
-            })
-            .map_err(EngineError::Start)?;
-            guards.push(g);
-        }
+            }
+        })
+        .map_err(EngineError::Start)?;
         let mut w = Workers {
             senders,
             map: map_d,
@@ -246,22 +211,15 @@ impl Workers {
             skip: skip_d,
             derived,
             replies,
-            guards,
-            lanes,
+            guards: Some(guards),
             abort,
             arrangements: 0,
         };
         let mut ready = 0;
-        w.arrangements = 0;
-        while ready < threads {
+        while ready < n {
             match w.next_reply()? {
                 Reply::Ready { result: Ok(a), .. } => {
-                    // Every worker builds the same pieces; lanes, their own.
-                    w.arrangements = if w.lanes.is_some() {
-                        w.arrangements + a
-                    } else {
-                        a
-                    };
+                    w.arrangements = a;
                     ready += 1;
                 }
                 Reply::Ready {
@@ -340,12 +298,7 @@ impl Workers {
                     ..
                 } if e == epoch => {
                     out.records += records;
-                    // Workers run the same pieces; lanes, different ones.
-                    out.pieces = if self.lanes.is_some() {
-                        out.pieces + pieces
-                    } else {
-                        out.pieces.max(pieces)
-                    };
+                    out.pieces = out.pieces.max(pieces);
                     done += 1;
                 }
                 Reply::Died { worker, message } => {
@@ -403,11 +356,6 @@ impl Workers {
         }
     }
 
-    /// Threads the pieces are split between (1: no lanes).
-    pub fn lanes(&self) -> usize {
-        self.lanes.as_ref().map_or(1, |l| l.count)
-    }
-
     /// Makes one worker panic at its next command check (tests only).
     pub fn inject_panic(&mut self, worker: usize) {
         if let Some(s) = self.senders.get(worker) {
@@ -424,9 +372,8 @@ impl Workers {
                 Err(RecvTimeoutError::Timeout) => {
                     let dead = self
                         .guards
-                        .iter()
-                        .flat_map(|g| g.guards())
-                        .position(|h| h.is_finished());
+                        .as_ref()
+                        .and_then(|g| g.guards().iter().position(|h| h.is_finished()));
                     if let Some(worker) = dead {
                         // It may have reported before exiting.
                         if let Ok(r) = self.replies.try_recv() {
@@ -451,8 +398,10 @@ impl Workers {
     }
 
     fn wake(&self) {
-        for h in self.guards.iter().flat_map(|g| g.guards()) {
-            h.thread().unpark();
+        if let Some(g) = &self.guards {
+            for h in g.guards() {
+                h.thread().unpark();
+            }
         }
     }
 
@@ -464,19 +413,17 @@ impl Workers {
 
     /// Stops the workers and joins them (see module docs).
     pub fn shutdown(&mut self) {
-        let guards = std::mem::take(&mut self.guards);
-        if guards.is_empty() {
+        let Some(guards) = self.guards.take() else {
             return;
-        }
+        };
         for s in &self.senders {
             let _ = s.send(Command::Shutdown);
         }
-        let threads = || guards.iter().flat_map(|g| g.guards());
-        for h in threads() {
+        for h in guards.guards() {
             h.thread().unpark();
         }
         let deadline = Instant::now() + Duration::from_secs(10);
-        while !threads().all(|h| h.is_finished()) {
+        while !guards.guards().iter().all(|h| h.is_finished()) {
             if Instant::now() > deadline {
                 self.abort.store(true, Ordering::SeqCst);
             }
@@ -485,15 +432,13 @@ impl Workers {
                 std::mem::forget(guards);
                 return;
             }
-            for h in threads() {
+            for h in guards.guards() {
                 h.thread().unpark();
             }
             std::thread::sleep(Duration::from_millis(1));
         }
         // `join` (unlike dropping the guards) does not panic on a worker panic.
-        for g in guards {
-            let _ = g.join();
-        }
+        let _ = guards.join();
     }
 }
 
@@ -563,10 +508,6 @@ struct Pieces {
     map: Arc<PieceMap>,
     dirty: Dirty,
     skip: Option<Arc<Skip>>,
-    /// With lanes, this thread builds and runs its lane's pieces only.
-    lanes: Option<Arc<Lanes>>,
-    /// This thread's slot: its lane, or its worker index.
-    index: usize,
 }
 
 /// One worker's life: build, then serve commands until shutdown.
@@ -579,16 +520,11 @@ fn worker_loop(
     tx: &Sender<Reply>,
     abort: &AtomicBool,
 ) {
-    let index = pieces.index;
-    let lanes = pieces.lanes;
-    let mine = |p: usize| lanes.as_ref().is_none_or(|l| l.of[p] == index);
-    if let Some(l) = &lanes {
-        l.register(index);
-    }
-    let built = render::build(worker, plan, pieces.map, pieces.dirty, pieces.skip, &mine);
+    let index = worker.index();
+    let built = render::build(worker, plan, pieces.map, pieces.dirty, pieces.skip);
     let mut b: Built = match built {
         Ok(mut b) => {
-            b.start(worker.index());
+            b.start(index);
             let _ = tx.send(Reply::Ready {
                 worker: index,
                 result: Ok(b.counters.arrangements.get()),
@@ -610,9 +546,7 @@ fn worker_loop(
         }
         match rx.try_recv() {
             Ok(Command::Commit { epoch, data }) => {
-                let lane = lanes.as_deref().map(|l| (l, index));
-                let Some(pieces) =
-                    run_epoch(worker, &mut b, &mut release, epoch, &data, tx, abort, lane)
+                let Some(pieces) = run_epoch(worker, &mut b, &mut release, epoch, &data, tx, abort)
                 else {
                     return;
                 };
@@ -651,10 +585,7 @@ fn worker_loop(
 /// and then, gathered into [`Reply::Part`]s, to the driver.
 /// The same pieces run on every worker: a piece's base input is decided
 /// from the whole batch, its derived input from the shared `dirty` stamps.
-/// With lanes (`lane`: them and this one), only this lane's pieces, each
-/// after the other lanes' pieces feeding it (`lanes.rs`).
 /// Returns how many pieces ran; `None`: aborted, or the driver is gone.
-#[allow(clippy::too_many_arguments)]
 fn run_epoch(
     worker: &mut Worker,
     b: &mut Built,
@@ -663,7 +594,6 @@ fn run_epoch(
     data: &Updates,
     tx: &Sender<Reply>,
     abort: &AtomicBool,
-    lane: Option<(&Lanes, usize)>,
 ) -> Option<usize> {
     let (index, peers) = (worker.index(), worker.peers());
     let stamp = epoch + 1;
@@ -675,9 +605,7 @@ fn run_epoch(
     for (i, (rel, t, d)) in data.iter().enumerate() {
         if i % peers == index {
             for &p in &b.map.base[*rel] {
-                if b.pieces[p].is_some() {
-                    b.pending[p].push((*rel, t.clone(), *d));
-                }
+                b.pending[p].push((*rel, t.clone(), *d));
             }
         }
     }
@@ -685,21 +613,8 @@ fn run_epoch(
     // parts of about `PART_ROWS` rows (see there).
     let mut pending = Updates::new();
     let mut ran = 0;
-    // With lanes: piece `p` has finished the epoch and handed its changes on.
-    let finish = |p: usize| {
-        if let Some((l, _)) = lane {
-            l.finish(p, stamp);
-        }
-    };
     for p in 0..b.pieces.len() {
-        let Some(piece) = b.pieces[p].as_mut() else {
-            continue;
-        };
-        if let Some((l, me)) = lane {
-            if !l.wait_for_sources(me, p, stamp, &mut b.pending[p], abort) {
-                return None;
-            }
-        }
+        let piece = &mut b.pieces[p];
         // Marked by the driver (base facts) or a lower piece's capture.
         let run = b.dirty[p].load(Ordering::Acquire) == stamp;
         if release.done[p] {
@@ -711,7 +626,6 @@ fn run_epoch(
                 });
                 return None;
             }
-            finish(p);
             continue;
         }
         if piece.time > 0 && !run {
@@ -721,7 +635,6 @@ fn run_epoch(
                 super::consolidate(rows);
                 b.pending_floor[p] = rows.len().max(512);
             }
-            finish(p);
             continue;
         }
         // Taken, not drained: the first epoch's buffers are large.
@@ -750,10 +663,7 @@ fn run_epoch(
         }
         for (rel, t, d) in &out {
             for &q in b.map.targets(p, *rel) {
-                match lane {
-                    Some((l, me)) if l.of[q] != me => l.send(q, (*rel, t.clone(), *d)),
-                    _ => b.pending[q].push((*rel, t.clone(), *d)),
-                }
+                b.pending[q].push((*rel, t.clone(), *d));
             }
         }
         // A rule piece's derivations of a set relation are its union
@@ -761,8 +671,7 @@ fn run_epoch(
         if b.map.pieces[p].kind != Kind::Whole {
             out.retain(|(rel, ..)| b.map.to_driver(p, *rel));
         }
-        release.after_run(p, piece);
-        finish(p);
+        release.after_run(p, &mut b.pieces[p]);
         if pending.is_empty() {
             pending = out;
         } else {

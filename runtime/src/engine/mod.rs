@@ -44,7 +44,6 @@ mod body;
 mod driver;
 mod eval;
 mod fdcheck;
-mod lanes;
 mod mirror;
 mod pieces;
 mod render;
@@ -214,9 +213,6 @@ pub struct CommitStats {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct EngineStats {
     pub workers: usize,
-    /// Threads the pieces are split between (`lanes.rs`): 1 unless a
-    /// warm engine with one worker runs them in lanes.
-    pub lanes: usize,
     /// Shared arrangements (and negation key sets) each worker built.
     pub arrangements: usize,
     /// Epochs run so far (commit 0 included).
@@ -275,15 +271,7 @@ impl Engine {
     /// Checks the plan, starts `workers` worker threads, builds the dataflow
     /// on each, and commits `plan.facts` as commit 0.
     pub fn new(plan: Arc<Plan>, workers: usize) -> Result<Engine, EngineError> {
-        let lanes = if workers == 1 { default_lanes() } else { 1 };
-        Engine::start(plan, workers, lanes, None)
-    }
-
-    /// Like [`Engine::new`] with one worker, its pieces run in `lanes`
-    /// threads at once (`lanes.rs`; 1: as `Engine::new(plan, 1)` without
-    /// `NETC_ENGINE_LANES`).
-    pub fn with_lanes(plan: Arc<Plan>, lanes: usize) -> Result<Engine, EngineError> {
-        Engine::start(plan, 1, lanes, None)
+        Engine::start(plan, workers, None)
     }
 
     /// Like [`Engine::new`], for a caller that evaluates once and then
@@ -305,13 +293,12 @@ impl Engine {
                 .get_mut(r)
                 .ok_or(EngineError::UnknownRelation(r))? = true;
         }
-        Engine::start(plan, workers, 1, Some(changeable))
+        Engine::start(plan, workers, Some(changeable))
     }
 
     fn start(
         plan: Arc<Plan>,
         workers: usize,
-        lanes: usize,
         changeable: Option<Vec<bool>>,
     ) -> Result<Engine, EngineError> {
         validate::plan(&plan)?;
@@ -345,7 +332,7 @@ impl Engine {
             checks.head[c.head] = true;
             checks.indexes.push(fdcheck::Index::new(c));
         }
-        let w = Workers::start(flow_plan.clone(), workers, Arc::new(release), defer, lanes)?;
+        let w = Workers::start(flow_plan.clone(), workers, Arc::new(release), defer)?;
         let (build_wall, build_cpu) = (
             build_start.elapsed(),
             crate::cpu::process().saturating_sub(build_cpu),
@@ -360,7 +347,6 @@ impl Engine {
         let mut engine = Engine {
             stats: EngineStats {
                 workers,
-                lanes: w.lanes(),
                 arrangements: w.arrangements,
                 build_wall,
                 build_cpu,
@@ -751,15 +737,6 @@ impl eval::Slots for PlainRow<'_> {
 /// and results never depend on the count.
 pub fn default_workers() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get().min(4))
-}
-
-/// Lanes of a warm one-worker engine made by [`Engine::new`]
-/// (`lanes.rs`): `NETC_ENGINE_LANES` if set, else 1 (none).
-pub fn default_lanes() -> usize {
-    std::env::var("NETC_ENGINE_LANES")
-        .ok()
-        .and_then(|v| v.parse::<usize>().ok())
-        .map_or(1, |n| n.max(1))
 }
 
 /// Evaluates a plan expression over a row of slot values, exactly as the

@@ -242,36 +242,6 @@ impl PieceMap {
         self.first[self.pieces[p].stratum + 1] == p + 1
     }
 
-    /// Each piece's *wave*: one past the highest wave of the pieces whose
-    /// changes it is fed, except that a split stratum's rule pieces all take
-    /// the highest of theirs. Pieces of one wave read nothing of each other.
-    pub fn waves(&self) -> Vec<usize> {
-        let mut wave = vec![0usize; self.len()];
-        for p in 0..self.len() {
-            let s = self.pieces[p].stratum;
-            if p == self.first[s] {
-                let rules: Vec<usize> = (p..self.first[s + 1])
-                    .filter(|&q| matches!(self.pieces[q].kind, Kind::Rules(_)))
-                    .collect();
-                let top = rules.iter().map(|&q| wave[q]).max().unwrap_or(0);
-                for q in rules {
-                    wave[q] = top;
-                }
-            }
-            for (rel, _) in &self.pieces[p].outputs {
-                for &q in self.targets(p, *rel) {
-                    wave[q] = wave[q].max(wave[p] + 1);
-                }
-            }
-        }
-        wave
-    }
-
-    /// The first piece of each stratum, and one past the last piece.
-    pub fn strata_starts(&self) -> &[usize] {
-        &self.first
-    }
-
     /// A piece's name for `NETC_ENGINE_TRACE`: its stratum's relations,
     /// and which part of a split stratum it is.
     pub fn label(&self, plan: &Plan, p: usize) -> String {

@@ -203,9 +203,8 @@ pub struct Piece {
 
 /// What a worker keeps after building: its pieces and how they connect.
 pub struct Built {
-    /// In stratum order (every piece reads only lower ones); `None`: a
-    /// piece of another lane (`lanes.rs`), not built here.
-    pub pieces: Vec<Option<Piece>>,
+    /// In stratum order (every piece reads only lower ones).
+    pub pieces: Vec<Piece>,
     /// Per piece, the rows bound for its input that it has not been fed:
     /// this epoch's, or deferred ones (`skip.rs`), fed when it next runs.
     pub pending: Vec<Vec<(RelId, Tuple, isize)>>,
@@ -225,7 +224,7 @@ impl Built {
     /// Puts the single empty row in every unit input (on worker 0 only) and
     /// closes them, so it stays forever. Call once, after building.
     pub fn start(&mut self, worker_index: usize) {
-        for piece in self.pieces.iter_mut().flatten() {
+        for piece in &mut self.pieces {
             if let Some(mut u) = piece.unit.take() {
                 if worker_index == 0 {
                     u.insert(Tuple::empty());
@@ -236,17 +235,15 @@ impl Built {
     }
 }
 
-/// Builds every piece of `map` (see `pieces.rs`) for which `mine` holds as
-/// its own dataflow on `worker` (see module docs). `dirty` has one stamp
-/// per piece, shared by all workers; so is `skip` (deferring, `skip.rs`),
-/// if on.
+/// Builds every piece of `map` (see `pieces.rs`) as its own dataflow on
+/// `worker` (see module docs). `dirty` has one stamp per piece, shared by
+/// all workers; so is `skip` (deferring, `skip.rs`), if on.
 pub fn build(
     worker: &mut Worker,
     plan: &Plan,
     map: Arc<PieceMap>,
     dirty: Dirty,
     skip: Option<Arc<Skip>>,
-    mine: &dyn Fn(usize) -> bool,
 ) -> Result<Built, String> {
     let names: Rc<[String]> = plan.relations.iter().map(|r| r.name.clone()).collect();
     let arities: Rc<[usize]> = plan.relations.iter().map(|r| r.arity()).collect();
@@ -261,10 +258,6 @@ pub fn build(
     let stamp = Rc::new(Cell::new(0));
     let mut pieces = Vec::with_capacity(map.len());
     for p in 0..map.len() {
-        if !mine(p) {
-            pieces.push(None);
-            continue;
-        }
         let ctx = PieceCtx {
             plan,
             piece: p,
@@ -279,7 +272,7 @@ pub fn build(
         let first = worker.peek_identifier();
         let mut piece = worker.dataflow::<u64, _, _>(|scope| build_piece(scope, ctx))?;
         piece.operators = worker.peek_identifier() - first;
-        pieces.push(Some(piece));
+        pieces.push(piece);
     }
     Ok(Built {
         pending: vec![Vec::new(); pieces.len()],
