@@ -47,6 +47,7 @@ pub mod bridge;
 pub mod checks;
 pub mod dirty;
 pub mod incremental;
+pub mod kept;
 pub mod lb;
 pub mod network;
 pub mod nf;
@@ -122,6 +123,8 @@ pub struct Input<'a> {
 pub enum VerifyError {
     #[error(transparent)]
     Model(#[from] ModelError),
+    #[error(transparent)]
+    Kept(#[from] kept::Corrupt),
 }
 
 const ORDER: [&str; 13] = [
