@@ -966,10 +966,11 @@ impl Verifier {
             }
             up.rechecked += 1;
             up.retraced += usize::from(!h.is_false());
-            let c = self.recheck(&policy, &shared, ni, c, &h, reread, &vm_of);
-            match same {
-                true => self.store_reusing(s, c, now, packed),
-                false => self.store(s, c, now),
+            let (c, grew) = self.recheck(&policy, &shared, ni, c, &h, reread, &vm_of);
+            match (same, grew) {
+                (true, _) => self.store_reusing(s, c, now, packed, Kept::repack),
+                (false, false) => self.store_reusing(s, c, now, packed, Kept::pack_on),
+                (false, true) => self.store(s, c, now),
             }
             laps.lap(
                 &mut up,
@@ -1023,7 +1024,7 @@ impl Verifier {
     /// outcomes: [`checks::OutcomeChecks`]) unless `reread` (what they read
     /// besides the outcomes changed) or some outcome violates an invariant
     /// (a violation is per outcome: re-found on the merged outcomes); the
-    /// pair checks run again.
+    /// pair checks run again. Also whether its footprint changed.
     #[allow(clippy::too_many_arguments)]
     fn recheck<'p>(
         &self,
@@ -1034,7 +1035,7 @@ impl Verifier {
         h: &Bdd,
         reread: bool,
         new_index: &[Option<usize>],
-    ) -> VmChecked {
+    ) -> (VmChecked, bool) {
         let (new_outs, new_fp) = match h.is_false() {
             true => (Vec::new(), Footprint::default()),
             false => checks::trace_vm(&self.net, &policy.vms[ni], h.clone()),
@@ -1046,15 +1047,16 @@ impl Verifier {
         if combine {
             found = kept_checks(&c, ni, h, fresh, new_index);
         }
-        let (outs, fp) = if h.is_false() {
-            (c.traced, c.footprint)
+        let (outs, fp, grew) = if h.is_false() {
+            (c.traced, c.footprint, false)
         } else {
             self.spliced(c.traced, c.footprint, new_outs, new_fp)
         };
-        match found {
+        let r = match found {
             Some(found) => checks::conclude(&self.net.space, policy, shared, ni, found, outs, fp),
             None => checks::evaluate(&self.net, policy, shared, ni, outs, fp),
-        }
+        };
+        (r, grew)
     }
 
     /// VM `ni`'s pair checks (REACH-1/ACL-1) and ISO-3 again on its kept
@@ -1097,17 +1099,23 @@ impl Verifier {
     /// read before stays noted: a superset re-traces a packet a change might
     /// not have met, never misses one; cutting it cost a BDD operation per
     /// read, most of a partial re-trace).
+    /// Also whether the footprint differs from the kept one (mostly not:
+    /// the new reads are within the kept ones, and the kept result's packed
+    /// footprint is then kept as it is).
     fn spliced(
         &self,
         kept: Vec<Outcome>,
         mut fp: Footprint,
         new_outs: Vec<Outcome>,
-        new_fp: Footprint,
-    ) -> (Vec<Outcome>, Footprint) {
+        mut new_fp: Footprint,
+    ) -> (Vec<Outcome>, Footprint, bool) {
         let mut outs = kept;
         outs.extend(new_outs);
         let outs = checks::normalize(outs);
-        fp.merge(new_fp);
+        // the ports are the outcomes' (below), not the union of the reads'
+        new_fp.ports.clear();
+        let grew = fp.merge(new_fp);
+        let kept_ports = std::mem::take(&mut fp.ports);
         fp.ports = outs
             .iter()
             .filter_map(|o| match o.end {
@@ -1117,7 +1125,8 @@ impl Verifier {
                 _ => None,
             })
             .collect();
-        (outs, fp)
+        let grew = grew || fp.ports != kept_ports;
+        (outs, fp, grew)
     }
 }
 
@@ -1198,12 +1207,19 @@ impl Verifier {
         self.epochs[slot] = epoch;
     }
 
-    /// [`Verifier::store`] of a result whose footprint and outcomes are
-    /// `old`'s (its pair checks alone ran again): only its sets are packed.
-    fn store_reusing(&mut self, slot: usize, c: VmChecked, epoch: usize, old: Kept) {
+    /// [`Verifier::store`] of a result that has parts of `old` (packed by
+    /// `pack`, which takes those parts' bytes from `old`).
+    fn store_reusing(
+        &mut self,
+        slot: usize,
+        c: VmChecked,
+        epoch: usize,
+        old: Kept,
+        pack: fn(VmChecked, Kept) -> Kept,
+    ) {
         let c = by_slot(c, slot, &self.slot_of);
         self.readers.add(slot, &c.footprint);
-        self.slots[slot] = Some(Kept::repack(c, old));
+        self.slots[slot] = Some(pack(c, old));
         self.epochs[slot] = epoch;
     }
 

@@ -67,6 +67,14 @@ impl Kept {
         Kept::with(c, old.footprint, old.traced)
     }
 
+    /// [`Kept::pack`] of a result whose footprint is that of `old` (a
+    /// partial re-trace whose reads were all within the kept ones): its
+    /// bytes are taken over, the outcomes and sets written.
+    pub fn pack_on(c: VmChecked, old: Kept) -> Kept {
+        let traced = pack_traced(&c.traced);
+        Kept::with(c, old.footprint, traced)
+    }
+
     fn with(c: VmChecked, footprint: Box<[u8]>, traced: Box<[u8]>) -> Kept {
         let mut w = Writer::default();
         w.bdd(&c.spoof);
@@ -992,6 +1000,18 @@ mod tests {
             let had = build(&space, &d);
             want.footprint = had.footprint;
             want.traced = had.traced;
+            same(&new.unpack().map_err(|e| TestCaseError::fail(e.to_string()))?, &want)?;
+        }
+
+        /// A pack on an old result keeps the old footprint and takes the
+        /// new outcomes, sets and counts.
+        #[test]
+        fn pack_on_takes_the_new_outcomes(d in drawn(), e in drawn()) {
+            let space = Space::new();
+            let old = Kept::pack(build(&space, &d));
+            let mut want = build(&space, &e);
+            let new = Kept::pack_on(build(&space, &e), old);
+            want.footprint = build(&space, &d).footprint;
             same(&new.unpack().map_err(|e| TestCaseError::fail(e.to_string()))?, &want)?;
         }
 
