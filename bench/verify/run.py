@@ -72,6 +72,9 @@ def main() -> int:
                     help="use the binaries already in $CARGO_TARGET_DIR/release (say which commit with --binaries-commit)")
     ap.add_argument("--binaries-commit", help="with --skip-build: the commit the prebuilt binaries were built from "
                     "(recorded as `commit` and in the file name; without it, `unknown`)")
+    ap.add_argument("--pin", type=int, metavar="CPU",
+                    help="run the driver under `taskset -c CPU` (recorded as `pin`): an unpinned driver migrating "
+                    "between vCPUs of an idle machine ran its updates up to 2x slower (README, 2026-11-27)")
     a = ap.parse_args()
 
     if not a.skip_build:
@@ -98,7 +101,8 @@ def main() -> int:
         print(c.stderr, file=sys.stderr)
         print(f"netc compile of preset {a.preset} failed (exit {c.returncode}); nothing to verify", file=sys.stderr)
         return 1
-    d = run([str(driver), "--artifacts", str(out), "--intent", str(intent), "--changes", str(a.changes),
+    pin = ["taskset", "-c", str(a.pin)] if a.pin is not None else []
+    d = run([*pin, str(driver), "--artifacts", str(out), "--intent", str(intent), "--changes", str(a.changes),
              "--schema", str(REPO / "rules" / "schema.ndl")], a.mem_limit, capture_output=True)
     sys.stderr.write(d.stderr)
     if d.returncode:
@@ -112,6 +116,7 @@ def main() -> int:
         "date": datetime.date.today().isoformat(),
         "compile": {"seconds": compile_s, "peak_rss_mb": max(compile_rss, before) / 1024},
         "machine": {"cpus": os.cpu_count(), "load_1m": os.getloadavg()[0]},
+        "pin": a.pin,
         "target_100x": res["speedup_p50"] >= 100,
         "target_p50_50ms": res["incremental"]["p50_ms"] <= 50,
     })

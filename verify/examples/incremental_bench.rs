@@ -124,10 +124,19 @@ fn peak_rss_mb() -> f64 {
         .map_or(0.0, |kb| kb / 1024.0)
 }
 
+/// What [`without`] took out, each item with its position, so [`with`]
+/// puts back exactly the generation it was taken from.
+#[derive(Default)]
+struct Removed {
+    flows: Vec<(String, usize, netc_verify::artifacts::FlowText)>,
+    rows: Vec<(String, usize, Row)>,
+    vm: Option<(usize, Vm)>,
+}
+
 /// The generation without VM `v`: its policy entry and every row naming it,
-/// and what that edit touched (the devices of the flows and rows it
-/// removed, the relations it removed rows from).
-fn without(a: &Artifacts, p: &Policy, v: &Vm) -> (Artifacts, Policy, Dirty) {
+/// what that edit touched (the devices of the flows and rows it removed,
+/// the relations it removed rows from), and what it took out.
+fn without(a: &Artifacts, p: &Policy, v: &Vm) -> (Artifacts, Policy, Dirty, Removed) {
     let ip = std::net::Ipv4Addr::from(v.ip).to_string();
     let (vni, m) = (v.vni.to_string(), mac(v.mac));
     let names_ip = |t: &str| {
@@ -147,28 +156,67 @@ fn without(a: &Artifacts, p: &Policy, v: &Vm) -> (Artifacts, Policy, Dirty) {
     };
     let mut n = a.clone();
     let mut dirty = Dirty::default();
+    let mut removed = Removed::default();
     for (dev, flows) in n.flows.iter_mut() {
-        let before = flows.len();
-        flows.retain(|f| !mine(dev, &format!("{},{}", f.matches, f.actions)));
-        if flows.len() != before {
+        let mut at = 0;
+        flows.retain(|f| {
+            let gone = mine(dev, &format!("{},{}", f.matches, f.actions));
+            if gone {
+                removed.flows.push((dev.clone(), at, f.clone()));
+            }
+            at += 1;
+            !gone
+        });
+        if removed.flows.last().is_some_and(|(d, _, _)| d == dev) {
             dirty.devices.insert(dev.clone());
         }
     }
     for (rel, rows) in n.relations.iter_mut() {
+        let mut at = 0;
         rows.retain(|r| {
             let dev = r.vals.first().map_or("", |s| s.as_str());
             let gone = mine(dev, &r.vals.join("\t"));
             if gone {
                 dirty.devices.insert(dev.to_string());
                 dirty.relations.insert(rel.clone());
+                removed.rows.push((rel.clone(), at, r.clone()));
             }
+            at += 1;
             !gone
         });
     }
     let mut q = p.clone();
-    q.vms
-        .retain(|x| !(x.tenant == v.tenant && x.name == v.name));
-    (n, q, dirty)
+    let at = q
+        .vms
+        .iter()
+        .position(|x| x.tenant == v.tenant && x.name == v.name);
+    if let Some(i) = at {
+        removed.vm = Some((i, q.vms.remove(i)));
+    }
+    (n, q, dirty, removed)
+}
+
+/// The generation [`without`] was given back: `a` and `p` (its result)
+/// with what it took out put back where it was. The driver keeps no copy
+/// of the first generation (at 100k VMs each copy is ~2 GB): it rebuilds
+/// it from the verifier's.
+fn with(a: &Artifacts, p: &Policy, removed: &Removed) -> (Artifacts, Policy) {
+    let mut n = a.clone();
+    // positions ascend per device and relation: inserted in order, each
+    // lands where it was
+    for (dev, at, f) in &removed.flows {
+        let flows = n.flows.entry(dev.clone()).or_default();
+        flows.insert((*at).min(flows.len()), f.clone());
+    }
+    for (rel, at, r) in &removed.rows {
+        let rows = n.relations.entry(rel.clone()).or_default();
+        rows.insert((*at).min(rows.len()), r.clone());
+    }
+    let mut q = p.clone();
+    if let Some((i, vm)) = &removed.vm {
+        q.vms.insert((*i).min(q.vms.len()), vm.clone());
+    }
+    (n, q)
 }
 
 /// The generation whose policy gains one ACL rule for `v`'s tenant, above
@@ -333,6 +381,15 @@ fn without_times(detail: &str) -> String {
         .join(" ")
 }
 
+/// A hash of everything a generation holds (its `Debug` text): equal for
+/// equal generations.
+fn fingerprint(a: &Artifacts, p: &Policy) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    format!("{a:?}{p:?}").hash(&mut h);
+    h.finish()
+}
+
 fn pct(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
@@ -355,9 +412,14 @@ fn run() -> Result<(), String> {
     let flows: usize = artifacts.flows.values().map(Vec::len).sum();
     let vms = policy.vms.len();
     let t0 = Instant::now();
-    let mut v = Verifier::new(artifacts.clone(), policy.clone(), 3).map_err(|e| e.to_string())?;
+    // `--check-each` also checks that `with` gives back the first generation
+    let first = a.check_each.then(|| fingerprint(&artifacts, &policy));
+    // the first generation is the verifier's alone (see `with`)
+    let mut v = Verifier::new(artifacts, policy, 3).map_err(|e| e.to_string())?;
     let full_s = t0.elapsed().as_secs_f64();
     let full_rss = peak_rss_mb();
+    let kept_mb = |v: &Verifier| v.kept_bytes() as f64 / 1048576.0;
+    let full_kept = kept_mb(&v);
     let full_report = v.report(&netc_verify::NoProvenance, None);
     let violated = |r: &netc_verify::report::Report| {
         r.verdicts
@@ -367,7 +429,7 @@ fn run() -> Result<(), String> {
             .collect::<Vec<_>>()
     };
     eprintln!(
-        "full: {vms} VMs, {flows} flows in {full_s:.1} s, peak RSS {full_rss:.0} MB, violated {:?}",
+        "full: {vms} VMs, {flows} flows in {full_s:.1} s, peak RSS {full_rss:.0} MB, kept {full_kept:.0} MB, violated {:?}",
         violated(&full_report)
     );
     // xorshift64*: the same VMs on every machine
@@ -423,21 +485,25 @@ fn run() -> Result<(), String> {
         Ok::<f64, String>(up.millis)
     };
     for i in 0..a.changes.div_ceil(2) {
-        let vm = policy.vms[(next() % vms.max(1) as u64) as usize].clone();
-        let (na, np, dirty) = without(&artifacts, &policy, &vm);
+        // every iteration starts and ends at the first generation
+        let vm = v.policy().vms[(next() % vms.max(1) as u64) as usize].clone();
+        let (na, np, dirty, removed) = without(v.artifacts(), v.policy(), &vm);
         let ms = step(&mut v, "remove VM", na, np, &dirty)?;
-        step(&mut v, "add VM", artifacts.clone(), policy.clone(), &dirty)?;
+        let (back, policy) = with(v.artifacts(), v.policy(), &removed);
+        if first.is_some_and(|f| f != fingerprint(&back, &policy)) {
+            return Err(format!(
+                "adding {}/{} back did not give the first generation",
+                vm.tenant, vm.name
+            ));
+        }
+        step(&mut v, "add VM", back, policy, &dirty)?;
         if a.acl {
             let none = Dirty::default();
+            let (same, policy) = (v.artifacts().clone(), v.policy().clone());
             let acl = with_acl(&policy, &vm);
-            step(&mut v, "ACL rule (policy)", artifacts.clone(), acl, &none)?;
-            step(
-                &mut v,
-                "ACL rule (policy)",
-                artifacts.clone(),
-                policy.clone(),
-                &none,
-            )?;
+            step(&mut v, "ACL rule (policy)", same, acl, &none)?;
+            let same = v.artifacts().clone();
+            step(&mut v, "ACL rule (policy)", same, policy, &none)?;
         }
         if i % 10 == 0 {
             eprintln!(
@@ -473,7 +539,7 @@ fn run() -> Result<(), String> {
         "artifacts": a.artifacts.display().to_string(),
         "vms": vms,
         "flows": flows,
-        "full": {"seconds": full_s, "peak_rss_mb": full_rss, "violated": violated(&full_report)},
+        "full": {"seconds": full_s, "peak_rss_mb": full_rss, "kept_mb": full_kept, "violated": violated(&full_report)},
         "incremental": summary,
         "by_kind": per_kind,
         "dirty_from": if a.compare { "comparing the generations" } else { "the edit" },
@@ -481,6 +547,8 @@ fn run() -> Result<(), String> {
         "back_to_start_same_verdicts": violated(&last) == violated(&full_report),
         "updates_checked_against_full": checked_updates,
         "peak_rss_mb": peak_rss_mb(),
+        // the VM results kept packed (`kept.rs`), after the last update
+        "kept_mb": kept_mb(&v),
     });
     let text = serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?;
     println!("{text}");

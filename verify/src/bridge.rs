@@ -160,14 +160,16 @@ impl Reads {
     }
 
     /// [`Reads::merge`] for reads mostly within these ones (a splice's:
-    /// [`union_absorbed_into`]).
-    pub fn absorb(&mut self, other: Reads) {
+    /// [`union_absorbed_into`]); whether these grew.
+    pub fn absorb(&mut self, other: Reads) -> bool {
+        let mut grew = false;
         for (k, b) in other.tables {
-            union_absorbed_into(&mut self.tables, k, b);
+            grew |= union_absorbed_into(&mut self.tables, k, b);
         }
         for (g, b) in other.groups {
-            union_absorbed_into(&mut self.groups, g, b);
+            grew |= union_absorbed_into(&mut self.groups, g, b);
         }
+        grew
     }
 }
 
@@ -189,16 +191,20 @@ pub fn union_moved_into<K: Ord>(m: &mut BTreeMap<K, Bdd>, k: K, b: Bdd) {
 /// `b` is already within `m[k]`: a re-traced VM's new reads (those of the
 /// packets a change met) are mostly within its kept reads, which still
 /// hold those packets, and an `or` builds a whole new BDD even then.
-pub fn union_absorbed_into<K: Ord>(m: &mut BTreeMap<K, Bdd>, k: K, b: Bdd) {
+/// Whether `m` changed.
+pub fn union_absorbed_into<K: Ord>(m: &mut BTreeMap<K, Bdd>, k: K, b: Bdd) -> bool {
     match m.entry(k) {
         std::collections::btree_map::Entry::Occupied(mut e) => {
-            if !within(&b, e.get()) {
-                let u = e.get().or(&b);
-                e.insert(u);
+            if within(&b, e.get()) {
+                return false;
             }
+            let u = e.get().or(&b);
+            e.insert(u);
+            true
         }
         std::collections::btree_map::Entry::Vacant(e) => {
             e.insert(b);
+            true
         }
     }
 }

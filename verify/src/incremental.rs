@@ -44,6 +44,7 @@ use crate::artifacts::{Artifacts, FlowText, GroupText};
 use crate::bridge::{disjoint_sets, End, Hop, Outcome, Val};
 use crate::checks::{self, PathResults, Shared, VmChecked};
 use crate::dirty::{same, Dirty};
+use crate::kept::Kept;
 use crate::network::{Footprint, Network};
 use crate::ofctl::Constraint;
 use crate::policy::{Policy, Vm};
@@ -68,7 +69,8 @@ pub struct Verifier {
     /// an update that adds or removes a VM moves no other result; the
     /// VMs a result names (`delivered`'s peers, a violation's `from` and
     /// `to`) are slots too, turned into policy indices by the report.
-    slots: Vec<Option<VmChecked>>,
+    /// Packed (`kept.rs`): an update unpacks only the VMs it visits.
+    slots: Vec<Option<Kept>>,
     /// Per VM of `policy.vms`, in order: its slot.
     slot_of: Vec<usize>,
     /// Per slot: its VM's index in `policy.vms` (`None`: a free slot).
@@ -253,11 +255,31 @@ impl Changes {
         h
     }
 
+    /// Whether some part of the network a footprint can read changed (else
+    /// every VM's [`Changes::affected`] set is empty, its footprint unread).
+    fn touches_network(&self) -> bool {
+        !self.bridges.is_empty()
+            || !self.addresses.is_empty()
+            || !self.lb_keys.is_empty()
+            || !self.lb_ranges.is_empty()
+            || !self.fanout.is_empty()
+    }
+
     /// Whether the checks of each outcome must read a VM's (unchanged)
     /// outcomes again: what they read besides the outcomes changed (the
     /// owner of a port delivered to, the tenant's multicast groups, the
     /// exposures a load-balancer hop may stand for).
     fn rereads(&self, vm: &Vm, outs: &[Outcome]) -> bool {
+        self.may_reread(vm) && self.rereads_outcomes(vm, outs)
+    }
+
+    /// Whether [`Changes::rereads`] can be true for some outcomes of `vm`
+    /// (decided without them: a kept VM's outcomes stay packed otherwise).
+    fn may_reread(&self, vm: &Vm) -> bool {
+        self.mcast_tenants.contains(&vm.tenant) || !self.port_ids.is_empty() || self.exposures
+    }
+
+    fn rereads_outcomes(&self, vm: &Vm, outs: &[Outcome]) -> bool {
         self.mcast_tenants.contains(&vm.tenant)
             || (!self.port_ids.is_empty()
                 && outs.iter().any(|o| match o.end {
@@ -345,20 +367,27 @@ const RENUMBER_LOG: usize = 64;
 impl Verifier {
     /// When the log is full: every kept path renumbered and the log
     /// emptied; the slots whose paths name something gone (to trace again).
-    fn catch_up_if_long(&mut self) -> HashSet<usize> {
+    fn catch_up_if_long(&mut self) -> Result<HashSet<usize>, crate::kept::Corrupt> {
         let mut stale = HashSet::new();
         if self.renumbers.len() < RENUMBER_LOG {
-            return stale;
+            return Ok(stale);
         }
-        for (s, c) in self.slots.iter_mut().enumerate() {
-            let Some(c) = c else { continue };
-            if !renumber(&self.renumbers[self.epochs[s]..], c) {
+        for (s, k) in self.slots.iter_mut().enumerate() {
+            let Some(kept) = k else { continue };
+            let log = &self.renumbers[self.epochs[s]..];
+            let fp = kept.footprint()?;
+            if !log.iter().any(|r| r.reaches(&fp)) {
+                continue;
+            }
+            let mut c = kept.unpack_with(fp)?;
+            if !renumber(log, &mut c) {
                 stale.insert(s);
             }
+            *kept = Kept::pack(c);
         }
         self.renumbers.clear();
         self.epochs.iter_mut().for_each(|e| *e = 0);
-        stale
+        Ok(stale)
     }
 }
 
@@ -515,7 +544,7 @@ impl Verifier {
             .map(|i| {
                 let c = checks::check_vm(&net, &policy, &shared, i);
                 readers.add(i, &c.footprint);
-                Some(c)
+                Some(Kept::pack(c))
             })
             .collect();
         drop(shared);
@@ -536,6 +565,12 @@ impl Verifier {
             limit,
             last: t0.elapsed(),
         })
+    }
+
+    /// Bytes the kept VM results hold packed ([`Kept::bytes`]): what an
+    /// incremental verifier keeps beyond a full verification's model.
+    pub fn kept_bytes(&self) -> usize {
+        self.slots.iter().flatten().map(Kept::bytes).sum()
     }
 
     pub fn artifacts(&self) -> &Artifacts {
@@ -637,7 +672,7 @@ impl Verifier {
         let mut up = Update::default();
         let mut laps = Laps(t0);
         // a VM whose paths the bounded log cannot renumber is traced again
-        let stale = self.catch_up_if_long();
+        let stale = self.catch_up_if_long()?;
         laps.lap(&mut up, "catch-up");
         let mut ch = Changes::default();
         let mut renum = Renumber::default();
@@ -791,8 +826,8 @@ impl Verifier {
                 self.vms.add(*slot, &policy.vms[nm.start + j]);
             }
             for s in freed {
-                if let Some(c) = self.slots[s].take() {
-                    self.readers.remove(s, &c.footprint);
+                if let Some(k) = self.slots[s].take() {
+                    self.readers.remove(s, &k.footprint()?);
                 }
                 self.vm_of[s] = None;
                 self.free.push(s);
@@ -834,17 +869,17 @@ impl Verifier {
             let s = self.slot_of[ni];
             let changed = !changed_vms.is_empty()
                 && changed_vms.contains(&(v.tenant.as_str(), v.name.as_str()));
-            let prev = self.slots[s].take();
-            if let Some(p) = &prev {
+            let packed = self.slots[s].take();
+            if let Some(p) = &packed {
                 if changed || stale.contains(&s) {
-                    self.readers.remove(s, &p.footprint);
+                    self.readers.remove(s, &p.footprint()?);
                 }
             }
             let kept = match changed || stale.contains(&s) {
                 true => None,
-                false => prev,
+                false => packed,
             };
-            let Some(mut c) = kept else {
+            let Some(packed) = kept else {
                 up.rechecked += 1;
                 up.retraced += 1;
                 let c = checks::check_vm(&self.net, &policy, &shared, ni);
@@ -852,12 +887,45 @@ impl Verifier {
                 laps.lap(&mut up, "VMs traced in full");
                 continue;
             };
+            // the footprint says whether the change met the VM's packets;
+            // the rest is decoded only if it did or the checks may read
+            // its outcomes again
+            let fp = match ch.touches_network() {
+                true => Some(packed.footprint()?),
+                false => None,
+            };
             let mut why = BTreeSet::new();
-            let h = ch.affected(&self.net.space, &c.footprint, &mut why);
+            let h = match &fp {
+                Some(fp) => ch.affected(&self.net.space, fp, &mut why),
+                None => self.net.space.none(),
+            };
             for w in why {
                 *up.met.entry(w).or_default() += 1;
             }
             laps.lap(&mut up, "VMs kept: affected");
+            if h.is_false() && !ch.may_reread(v) {
+                if !ch.tenants.contains(&v.tenant) {
+                    self.slots[s] = Some(packed);
+                    laps.lap(&mut up, "VMs kept");
+                    continue;
+                }
+                // its tenant's policy changed, nothing of its paths: the
+                // pair checks on its kept sets, its paths left packed (and
+                // not renumbered: its epoch stays)
+                if let Some(c) = self.pairs_rechecked(&policy, &shared, ni, &packed, &vm_of)? {
+                    up.rechecked += 1;
+                    let c = by_slot(c, s, &self.slot_of);
+                    self.slots[s] = Some(Kept::repack(c, packed));
+                    laps.lap(&mut up, "VMs pair-checked");
+                    continue;
+                }
+            }
+            let fp = match fp {
+                Some(fp) => fp,
+                None => packed.footprint()?,
+            };
+            let mut c = packed.unpack_with(fp)?;
+            laps.lap(&mut up, "VMs kept: unpacked");
             if !h.is_false() {
                 // most outcomes miss `h` (it is the packets that met the
                 // change): checked without building a copy of each set
@@ -872,16 +940,21 @@ impl Verifier {
             let reread = ch.rereads(v, &c.traced);
             laps.lap(&mut up, "VMs kept: rereads");
             if h.is_false() && !reread && !ch.tenants.contains(&v.tenant) {
-                // nothing its checks read changed: kept, paths not renumbered
-                self.slots[s] = Some(c);
+                // nothing its checks read changed: kept as it was packed,
+                // paths not renumbered
+                self.slots[s] = Some(packed);
                 laps.lap(&mut up, "VMs kept");
                 continue;
             }
             self.readers.remove(s, &c.footprint);
             let epoch = self.epochs[s];
+            let log = &self.renumbers[epoch..];
+            // its footprint and outcomes stay as packed when no packet is
+            // traced again and no path renumbered (a pair re-check)
+            let same = h.is_false() && !log.iter().any(|r| r.reaches(&c.footprint));
             // a kept path that names a flow the new generation lacks would
             // mean the change reached it: trace such a VM again in full
-            let renumbered = renumber(&self.renumbers[epoch..], &mut c);
+            let renumbered = renumber(log, &mut c);
             laps.lap(&mut up, "VMs renumbered");
             if !renumbered {
                 up.rechecked += 1;
@@ -893,8 +966,12 @@ impl Verifier {
             }
             up.rechecked += 1;
             up.retraced += usize::from(!h.is_false());
-            let c = self.recheck(&policy, &shared, ni, c, &h, reread, &vm_of);
-            self.store(s, c, now);
+            let (c, grew) = self.recheck(&policy, &shared, ni, c, &h, reread, &vm_of);
+            match (same, grew) {
+                (true, _) => self.store_reusing(s, c, now, packed, Kept::repack),
+                (false, false) => self.store_reusing(s, c, now, packed, Kept::pack_on),
+                (false, true) => self.store(s, c, now),
+            }
             laps.lap(
                 &mut up,
                 match h.is_false() {
@@ -947,7 +1024,7 @@ impl Verifier {
     /// outcomes: [`checks::OutcomeChecks`]) unless `reread` (what they read
     /// besides the outcomes changed) or some outcome violates an invariant
     /// (a violation is per outcome: re-found on the merged outcomes); the
-    /// pair checks run again.
+    /// pair checks run again. Also whether its footprint changed.
     #[allow(clippy::too_many_arguments)]
     fn recheck<'p>(
         &self,
@@ -958,7 +1035,7 @@ impl Verifier {
         h: &Bdd,
         reread: bool,
         new_index: &[Option<usize>],
-    ) -> VmChecked {
+    ) -> (VmChecked, bool) {
         let (new_outs, new_fp) = match h.is_false() {
             true => (Vec::new(), Footprint::default()),
             false => checks::trace_vm(&self.net, &policy.vms[ni], h.clone()),
@@ -970,15 +1047,50 @@ impl Verifier {
         if combine {
             found = kept_checks(&c, ni, h, fresh, new_index);
         }
-        let (outs, fp) = if h.is_false() {
-            (c.traced, c.footprint)
+        let (outs, fp, grew) = if h.is_false() {
+            (c.traced, c.footprint, false)
         } else {
             self.spliced(c.traced, c.footprint, new_outs, new_fp)
         };
-        match found {
+        let r = match found {
             Some(found) => checks::conclude(&self.net.space, policy, shared, ni, found, outs, fp),
             None => checks::evaluate(&self.net, policy, shared, ni, outs, fp),
-        }
+        };
+        (r, grew)
+    }
+
+    /// VM `ni`'s pair checks (REACH-1/ACL-1) and ISO-3 again on its kept
+    /// delivered and spoofed sets, its footprint and outcomes not unpacked
+    /// (the result's are empty: [`Kept::repack`] keeps the packed ones);
+    /// `None` if a peer it delivered to is gone (then its outcomes are read).
+    fn pairs_rechecked<'p>(
+        &self,
+        policy: &'p Policy,
+        shared: &Shared<'p>,
+        ni: usize,
+        packed: &Kept,
+        new_index: &[Option<usize>],
+    ) -> Result<Option<VmChecked>, crate::kept::Corrupt> {
+        let (spoof, delivered) = packed.sets()?;
+        let c = VmChecked {
+            violations: packed.violations.clone(),
+            outcomes: packed.outcomes,
+            pairs: packed.pairs,
+            footprint: Footprint::default(),
+            traced: Vec::new(),
+            outcome_violations: packed.outcome_violations,
+            spoof,
+            delivered,
+        };
+        let fresh = checks::check_outcomes(&self.net, policy, shared, ni, &[]);
+        let none = self.net.space.none();
+        let Some(found) = kept_checks(&c, ni, &none, fresh, new_index) else {
+            return Ok(None);
+        };
+        let space = &self.net.space;
+        let mut r = checks::conclude(space, policy, shared, ni, found, Vec::new(), c.footprint);
+        r.outcomes = c.outcomes;
+        Ok(Some(r))
     }
 
     /// The kept outcomes (without `h`) and the new ones (of `h`) as one
@@ -987,17 +1099,23 @@ impl Verifier {
     /// read before stays noted: a superset re-traces a packet a change might
     /// not have met, never misses one; cutting it cost a BDD operation per
     /// read, most of a partial re-trace).
+    /// Also whether the footprint differs from the kept one (mostly not:
+    /// the new reads are within the kept ones, and the kept result's packed
+    /// footprint is then kept as it is).
     fn spliced(
         &self,
         kept: Vec<Outcome>,
         mut fp: Footprint,
         new_outs: Vec<Outcome>,
-        new_fp: Footprint,
-    ) -> (Vec<Outcome>, Footprint) {
+        mut new_fp: Footprint,
+    ) -> (Vec<Outcome>, Footprint, bool) {
         let mut outs = kept;
         outs.extend(new_outs);
         let outs = checks::normalize(outs);
-        fp.merge(new_fp);
+        // the ports are the outcomes' (below), not the union of the reads'
+        new_fp.ports.clear();
+        let grew = fp.merge(new_fp);
+        let kept_ports = std::mem::take(&mut fp.ports);
         fp.ports = outs
             .iter()
             .filter_map(|o| match o.end {
@@ -1007,7 +1125,8 @@ impl Verifier {
                 _ => None,
             })
             .collect();
-        (outs, fp)
+        let grew = grew || fp.ports != kept_ports;
+        (outs, fp, grew)
     }
 }
 
@@ -1084,7 +1203,23 @@ impl Verifier {
     fn store(&mut self, slot: usize, c: VmChecked, epoch: usize) {
         let c = by_slot(c, slot, &self.slot_of);
         self.readers.add(slot, &c.footprint);
-        self.slots[slot] = Some(c);
+        self.slots[slot] = Some(Kept::pack(c));
+        self.epochs[slot] = epoch;
+    }
+
+    /// [`Verifier::store`] of a result that has parts of `old` (packed by
+    /// `pack`, which takes those parts' bytes from `old`).
+    fn store_reusing(
+        &mut self,
+        slot: usize,
+        c: VmChecked,
+        epoch: usize,
+        old: Kept,
+        pack: fn(VmChecked, Kept) -> Kept,
+    ) {
+        let c = by_slot(c, slot, &self.slot_of);
+        self.readers.add(slot, &c.footprint);
+        self.slots[slot] = Some(pack(c, old));
         self.epochs[slot] = epoch;
     }
 

@@ -30,7 +30,8 @@
 //! [`incremental`] keeps a verified generation ([`incremental::Verifier`])
 //! and re-checks, after a change, only the VMs whose traces read what
 //! changed (`checks::check_vm` records each VM's footprint); its report
-//! equals a full verification's.
+//! equals a full verification's. [`kept`] is how it keeps each VM's result
+//! between updates: packed, its sets sharing one node table.
 //!
 //! [`lb`] is the load-balancer model a trace reads (Muxes, HMux tables,
 //! black holes), with row ids that survive an update.
@@ -47,6 +48,7 @@ pub mod bridge;
 pub mod checks;
 pub mod dirty;
 pub mod incremental;
+pub mod kept;
 pub mod lb;
 pub mod network;
 pub mod nf;
@@ -122,6 +124,8 @@ pub struct Input<'a> {
 pub enum VerifyError {
     #[error(transparent)]
     Model(#[from] ModelError),
+    #[error(transparent)]
+    Kept(#[from] kept::Corrupt),
 }
 
 const ORDER: [&str; 13] = [

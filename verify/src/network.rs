@@ -81,22 +81,34 @@ impl Footprint {
         }
     }
 
-    /// Adds what another trace (of other packets of the same VM) read.
-    pub fn merge(&mut self, other: Footprint) {
+    /// Adds what another trace (of other packets of the same VM) read;
+    /// whether this footprint grew (a kept result whose footprint did not
+    /// keeps its packed bytes: `kept.rs`).
+    pub fn merge(&mut self, other: Footprint) -> bool {
         // (a re-trace's reads are mostly within the kept ones: absorbed)
+        let mut grew = false;
         for (name, r) in other.bridges {
-            self.bridges.entry(name).or_default().absorb(r);
+            grew |= match self.bridges.get_mut(&name) {
+                Some(mine) => mine.absorb(r),
+                None => {
+                    self.bridges.insert(name, r);
+                    true
+                }
+            };
         }
         for (a, b) in other.addresses {
-            union_absorbed_into(&mut self.addresses, a, b);
+            grew |= union_absorbed_into(&mut self.addresses, a, b);
         }
         for (i, b) in other.instances {
-            union_absorbed_into(&mut self.instances, i, b);
+            grew |= union_absorbed_into(&mut self.instances, i, b);
         }
         for (t, b) in other.fanout {
-            union_absorbed_into(&mut self.fanout, t, b);
+            grew |= union_absorbed_into(&mut self.fanout, t, b);
         }
-        self.ports.extend(other.ports);
+        for p in other.ports {
+            grew |= self.ports.insert(p);
+        }
+        grew
     }
 }
 
