@@ -162,15 +162,19 @@ def test_intent_checked_as_a_plain_program_is_capped_with_a_hint(netc_bin, tmp_p
     assert f"... and {facts - 20} more not shown" in r.stderr
     assert f"{facts} errors found" in r.stderr
     assert "netc check --intent" in r.stderr and "`switch`" in r.stderr, r.stderr[-600:]
-    # --json still lists every diagnostic.
+    # --json still lists every diagnostic, and gives the same hint.
     j = netc(netc_bin, "check", "--json", str(intent))
     assert j.returncode == 1
-    assert len(json.loads(j.stdout)["error"]["diagnostics"]) == facts
+    error = json.loads(j.stdout)["error"]
+    assert len(error["diagnostics"]) == facts
+    assert "netc check --intent" in (error["hint"] or ""), error["hint"]
     # A plain program's own undeclared relation gets no intent hint.
     prog = write(tmp_path, "p.dl", "path(x, y) :- edge(x, y).\n")
     r = netc(netc_bin, "check", str(prog))
     assert_clean_error(r, 1)
     assert "--intent" not in r.stderr and "more not shown" not in r.stderr, r.stderr
+    j = netc(netc_bin, "check", "--json", str(prog))
+    assert json.loads(j.stdout)["error"]["hint"] is None
 
 
 def test_usage_errors_exit_2(netc_bin, tmp_path):

@@ -109,7 +109,8 @@ pub fn report(c: &Compilation) -> bool {
             }
         );
         if let Some(hint) = intent_hint(c) {
-            eprintln!("{hint}");
+            eprintln!("hint: {hint}");
+            output::hold_hint(&hint);
         }
     }
     errors > 0
@@ -144,7 +145,7 @@ fn intent_hint(c: &Compilation) -> Option<String> {
     let shown: Vec<String> = names.iter().take(4).map(|n| format!("`{n}`")).collect();
     let more = if names.len() > 4 { ", ..." } else { "" };
     Some(format!(
-        "hint: {}{more} {} declared by netc's standard rules: these files look like network intent; \
+        "{}{more} {} declared by netc's standard rules: these files look like network intent; \
          check them with `netc check --intent FILE...` or compile them with `netc compile FILE...`",
         shown.join(", "),
         if names.len() == 1 { "is" } else { "are" },

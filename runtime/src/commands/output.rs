@@ -33,6 +33,8 @@ struct Held {
     message: String,
     /// Where the items go (`diagnostics`, `findings`); none for a message alone.
     items: Option<(&'static str, Vec<serde_json::Value>)>,
+    /// What to do about it, when the failure says (the edge's own hint wins).
+    hint: Option<String>,
 }
 
 /// Switches the whole process to `--json` output (set once, by `main`).
@@ -63,7 +65,11 @@ pub fn emitted() -> bool {
 fn hold(message: String, items: Option<(&'static str, Vec<serde_json::Value>)>) {
     if json() {
         if let Ok(mut h) = HELD.lock() {
-            *h = Some(Held { message, items });
+            *h = Some(Held {
+                message,
+                items,
+                hint: None,
+            });
         }
     }
 }
@@ -80,6 +86,9 @@ pub fn failure(exit: u8, message: Option<&str>, hint: Option<&str>) -> Option<se
         (None, Some(h)) => h.message.clone(),
         (None, None) => return None,
     };
+    let hint = hint
+        .map(str::to_string)
+        .or_else(|| held.as_ref().and_then(|h| h.hint.clone()));
     let mut error = serde_json::json!({"exit": exit, "message": message, "hint": hint});
     if let Some((key, items)) = held.and_then(|h| h.items) {
         error[key] = serde_json::Value::Array(items);
@@ -139,6 +148,18 @@ pub fn hold_findings(findings: &[crate::intent::findings::Finding], sources: &So
         format!("{n} problem(s) in the intent"),
         Some(("findings", items)),
     );
+}
+
+/// Adds a hint to what is held (`netc check` of intent without `--intent`).
+pub fn hold_hint(hint: &str) {
+    if !json() {
+        return;
+    }
+    if let Ok(mut h) = HELD.lock() {
+        if let Some(h) = h.as_mut() {
+            h.hint = Some(hint.to_string());
+        }
+    }
 }
 
 /// Holds a failure that has only a message (a render error, a device).
