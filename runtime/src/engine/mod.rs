@@ -570,9 +570,13 @@ impl Engine {
         self.workers.shutdown();
         self.poisoned
             .get_or_insert_with(|| "the dataflow was released; the engine is read-only".into());
-        // The workers' small allocations were freed into their threads'
-        // malloc arenas, which glibc does not give back by itself; without
-        // this the memory stays resident while the caller allocates anew.
+        // Under glibc's malloc (this library's tests, or a caller without
+        // another allocator) the workers' small allocations were freed into
+        // their threads' arenas, which glibc does not give back by itself;
+        // without this the memory stays resident while the caller allocates
+        // anew. The `netc` binary allocates with mimalloc (main.rs), which
+        // returns freed pages itself: there this trims only what C
+        // libraries (SQLite) took from glibc.
         #[cfg(all(target_os = "linux", target_env = "gnu"))]
         {
             extern "C" {
