@@ -212,6 +212,8 @@ def test_warm_change_deltas_match_from_scratch_and_do_not_recompile(daemon, netc
     assert st["counters"]["full_evaluations"] == 1, st["counters"]
     assert st["counters"]["warm_changes"] == 2
     assert st["counters"]["last_input_changes"] == 2  # the two new facts, nothing else
+    # the new VM is in no DIP pool: the VIP placement's inputs did not move, so it did not run again
+    assert st["counters"]["placements"] == 1, st["counters"]
 
     t.join(timeout=90)
     assert not t.is_alive()

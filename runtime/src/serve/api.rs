@@ -227,6 +227,7 @@ fn status(shared: &Shared) -> Reply {
             "warm_changes": c.warm_changes,
             "last_input_changes": c.last_input_changes,
             "last_change_micros": c.last_change_micros,
+            "placements": c.placements,
         },
         "engine": {"epochs": stats.epochs, "total_records": stats.total_records, "last_records": stats.last.records},
         "deltas": {"epoch": shared.epoch, "last": shared.deltas.last()},

@@ -87,6 +87,9 @@ pub struct Counters {
     pub last_input_changes: usize,
     /// Microseconds the last change took (compile + commit + placement).
     pub last_change_micros: u64,
+    /// Times the placement built-in read its model and placed every VIP
+    /// (start included): a change that moves none of its inputs skips it.
+    pub placements: u64,
 }
 
 /// The located output rows of one device that a change added or removed.
@@ -136,6 +139,12 @@ pub struct Warm {
     intent: Facts,
     /// `vip_placement` rows the built-in committed (not intent facts).
     placed: BTreeSet<Row>,
+    /// Whether a relation the placement reads (`placement::model::READS`)
+    /// may have changed since `placed` was computed: the built-in is a
+    /// function of those relations, so while they stand still it is not
+    /// run again (its model read and greedy pass were most of a warm
+    /// change: ~36 ms of an `:assert` at M, docs/performance.md).
+    model_stale: bool,
     counters: Counters,
 }
 
@@ -193,9 +202,10 @@ impl Warm {
         let c = compile(&files, rules)?;
         let mut engine = Engine::new(c.plan.clone(), 1)?;
         engine.commit(Transaction::new())?;
-        let placed = placement::place_into(&mut engine)?
+        let placed: BTreeSet<Row> = placement::place_into(&mut engine)?
             .map(|p| p.rows().into_iter().collect())
             .unwrap_or_default();
+        let model_stale = model_reads_placement(&c.plan);
         Ok(Warm {
             rules: rules.map(Path::to_path_buf),
             shape: shape(&c.plan),
@@ -205,8 +215,13 @@ impl Warm {
             files,
             intent: c.facts,
             placed,
+            // `place_into` commits without reading the changes back: look
+            // again at the first change only if the rules let the model
+            // read the built-in's own rows.
+            model_stale,
             counters: Counters {
                 full_evaluations: 1,
+                placements: 1,
                 ..Default::default()
             },
         })
@@ -285,6 +300,7 @@ impl Warm {
                 warm_changes: self.counters.warm_changes,
                 last_input_changes: change.input_changes,
                 last_change_micros: t0.elapsed().as_micros() as u64,
+                placements: self.counters.placements + next.counters.placements,
             };
             *self = next;
         }
@@ -306,18 +322,47 @@ impl Warm {
     }
 
     /// Inserts (`insert`) or deletes one intent fact, as `:assert`/`:retract`.
+    /// Proportional to the fact: the transaction is the fact itself (no
+    /// copy or diff of the whole intent), unless it is a `vip_placement`
+    /// fact, which pins or unpins the placement (then as [`Warm::change`]).
     pub fn edit(&mut self, rel: RelId, row: Row, insert: bool) -> Result<Change, WarmError> {
         let t0 = Instant::now();
-        let mut next = self.intent.clone();
-        if insert {
-            next.entry((rel, row)).or_insert(Origin::Asserted);
-        } else if next.remove(&(rel, row.clone())).is_none() {
+        let key = (rel, row);
+        let present = self.intent.contains_key(&key);
+        if !insert && !present {
             return Err(WarmError::NoSuchFact(crate::serve::pattern::show_atom(
                 &self.plan.relations[rel].name,
-                &row,
+                &key.1,
             )));
         }
-        let mut change = self.retarget(next)?;
+        let mut change = if self.plan.relation_id("vip_placement") == Some(rel) {
+            let mut next = self.intent.clone();
+            if insert {
+                next.entry(key).or_insert(Origin::Asserted);
+            } else {
+                next.remove(&key);
+            }
+            self.retarget(next)?
+        } else {
+            let mut tx = Transaction::new();
+            match (insert, present) {
+                (true, false) => {
+                    tx.insert(rel, key.1.clone());
+                }
+                (false, true) => {
+                    tx.delete(rel, key.1.clone());
+                }
+                _ => {}
+            }
+            let first = self.commit_facts(tx)?;
+            // The engine holds the fact now (see `retarget`).
+            if insert {
+                self.intent.entry(key).or_insert(Origin::Asserted);
+            } else {
+                self.intent.remove(&key);
+            }
+            self.place(first)?
+        };
         change.findings = self.findings();
         self.counters.warm_changes += 1;
         self.counters.last_input_changes = change.input_changes;
@@ -329,55 +374,107 @@ impl Warm {
     /// rows while the rules re-derive), then the placement difference.
     fn retarget(&mut self, intent: Facts) -> Result<Change, WarmError> {
         let vp = self.plan.relation_id("vip_placement");
-        let pinned = vp.is_some_and(|v| intent.keys().any(|(r, _)| *r == v));
-        let keep_placed = !pinned;
-        let current = self.base();
-        let mut wanted: BTreeSet<(RelId, Row)> = intent.keys().cloned().collect();
-        if let (Some(v), true) = (vp, keep_placed) {
-            wanted.extend(self.placed.iter().map(|r| (v, r.clone())));
-        }
-        let mut tx = Transaction::new();
-        for (r, row) in current.difference(&wanted) {
-            tx.delete(*r, row.clone());
-        }
-        for (r, row) in wanted.difference(&current) {
-            tx.insert(*r, row.clone());
-        }
-        let mut input_changes = tx.len();
-        let mut changes = vec![self.engine.commit(tx)?];
-        self.intent = intent;
-        let mut placed = BTreeSet::new();
-        if let (Some(v), true) = (vp, keep_placed) {
-            if let Some(inputs) = placement::model::read(&self.engine)? {
-                if !inputs.model.vips.is_empty() {
-                    placed = placement::Placement::from_inputs(inputs)
-                        .rows()
-                        .into_iter()
-                        .collect();
-                }
+        let pins = |facts: &Facts| vp.is_some_and(|v| holds_relation(facts, v));
+        let tx = if !pins(&self.intent) && !pins(&intent) {
+            // The built-in's rows stand on both sides and no intent fact is
+            // one of them: the difference is the intent's own, found by
+            // walking the two sorted maps once.
+            fact_difference(&self.intent, &intent)
+        } else {
+            let keep_placed = !pins(&intent);
+            let current = self.base();
+            let mut wanted: BTreeSet<(RelId, Row)> = intent.keys().cloned().collect();
+            if let (Some(v), true) = (vp, keep_placed) {
+                wanted.extend(self.placed.iter().map(|r| (v, r.clone())));
             }
             let mut tx = Transaction::new();
-            for row in self.placed.difference(&placed) {
-                tx.delete(v, row.clone());
+            for (r, row) in current.difference(&wanted) {
+                tx.delete(*r, row.clone());
             }
-            for row in placed.difference(&self.placed) {
-                tx.insert(v, row.clone());
+            for (r, row) in wanted.difference(&current) {
+                tx.insert(*r, row.clone());
             }
-            input_changes += tx.len();
-            changes.push(self.engine.commit(tx)?);
+            tx
+        };
+        let pinned = pins(&intent);
+        let first = self.commit_facts(tx)?;
+        // `self.intent` is what the engine holds from here on: a failing
+        // placement leaves them agreeing, and `change` undoes from there.
+        self.intent = intent;
+        if pinned {
+            // The intent places its VIPs itself: the built-in places
+            // nothing (its rows went in `tx`), and runs again once unpinned.
+            self.placed = BTreeSet::new();
+            self.model_stale = true;
+            return Ok(self.delta(&[first.0], first.1));
         }
-        self.placed = placed;
+        self.place(first)
+    }
+
+    /// Commits intent facts (the built-in's rows kept): the changes and how
+    /// many facts went in.
+    fn commit_facts(&mut self, tx: Transaction) -> Result<(Changes, usize), WarmError> {
+        let n = tx.len();
+        Ok((self.engine.commit(tx)?, n))
+    }
+
+    /// After [`Warm::commit_facts`]: runs the placement built-in if a
+    /// relation it reads may have moved (`model_stale`, or in `first`) and
+    /// commits the rows that differ; the change's per-device delta.
+    fn place(&mut self, first: (Changes, usize)) -> Result<Change, WarmError> {
+        let vp = self.plan.relation_id("vip_placement");
+        let (first, mut input_changes) = first;
+        let reads: Vec<RelId> = placement::model::READS
+            .iter()
+            .filter_map(|r| self.plan.relation_id(r))
+            .collect();
+        let moved = |ch: &Changes| reads.iter().any(|r| !ch.get(*r).is_empty());
+        self.model_stale |= moved(&first);
+        let mut changes = vec![first];
+        if let Some(v) = vp {
+            if self.model_stale {
+                let mut placed = BTreeSet::new();
+                if let Some(inputs) = placement::model::read(&self.engine)? {
+                    if !inputs.model.vips.is_empty() {
+                        placed = placement::Placement::from_inputs(inputs)
+                            .rows()
+                            .into_iter()
+                            .collect();
+                    }
+                }
+                self.counters.placements += 1;
+                let mut tx = Transaction::new();
+                for row in self.placed.difference(&placed) {
+                    tx.delete(v, row.clone());
+                }
+                for row in placed.difference(&self.placed) {
+                    tx.insert(v, row.clone());
+                }
+                input_changes += tx.len();
+                let second = self.engine.commit(tx)?;
+                // Were the model to read its own output, the next change
+                // must look again.
+                self.model_stale = moved(&second);
+                changes.push(second);
+                self.placed = placed;
+            }
+        }
+        Ok(self.delta(&changes, input_changes))
+    }
+
+    /// The per-device delta of a change's commits.
+    fn delta(&self, changes: &[Changes], input_changes: usize) -> Change {
         let mut diff: BTreeMap<(String, Row), isize> = BTreeMap::new();
         let located: BTreeSet<RelId> = intent::located_outputs(&self.plan).into_iter().collect();
-        for ch in &changes {
+        for ch in changes {
             add_changes(&self.plan, &located, ch, &mut diff);
         }
-        Ok(Change {
+        Change {
             devices: group_by_device(&self.plan, diff),
             findings: Vec::new(),
             full: false,
             input_changes,
-        })
+        }
     }
 
     fn base(&self) -> BTreeSet<(RelId, Row)> {
@@ -487,6 +584,62 @@ pub fn text(v: &Value) -> String {
     }
 }
 
+/// Whether a relation the placement built-in reads can depend on
+/// `vip_placement`, the relation it writes (not with the standard rules).
+fn model_reads_placement(plan: &Plan) -> bool {
+    let Some(vp) = plan.relation_id("vip_placement") else {
+        return false;
+    };
+    let reached = crate::engine::depends_on(plan, vp);
+    placement::model::READS
+        .iter()
+        .filter_map(|r| plan.relation_id(r))
+        .any(|r| reached[r])
+}
+
+/// Whether `facts` holds a row of `rel` (the map is sorted by relation
+/// first: one range lookup).
+fn holds_relation(facts: &Facts, rel: RelId) -> bool {
+    facts
+        .range((rel, Row::new())..)
+        .next()
+        .is_some_and(|((r, _), _)| *r == rel)
+}
+
+/// The transaction taking the facts `from` to the facts `to`: one walk of
+/// the two sorted maps, no copies of the facts they share.
+fn fact_difference(from: &Facts, to: &Facts) -> Transaction {
+    let mut tx = Transaction::new();
+    let (mut a, mut b) = (from.keys().peekable(), to.keys().peekable());
+    loop {
+        match (a.peek(), b.peek()) {
+            (Some(x), Some(y)) => match x.cmp(y) {
+                std::cmp::Ordering::Less => {
+                    tx.delete(x.0, x.1.clone());
+                    a.next();
+                }
+                std::cmp::Ordering::Greater => {
+                    tx.insert(y.0, y.1.clone());
+                    b.next();
+                }
+                std::cmp::Ordering::Equal => {
+                    a.next();
+                    b.next();
+                }
+            },
+            (Some(x), None) => {
+                tx.delete(x.0, x.1.clone());
+                a.next();
+            }
+            (None, Some(y)) => {
+                tx.insert(y.0, y.1.clone());
+                b.next();
+            }
+            (None, None) => return tx,
+        }
+    }
+}
+
 fn add_changes(
     plan: &Plan,
     located: &BTreeSet<RelId>,
@@ -528,4 +681,117 @@ fn group_by_device(plan: &Plan, diff: BTreeMap<(String, Row), isize>) -> Vec<Dev
         }
     }
     by.into_values().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn quickstart() -> String {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/quickstart/intent.ndl");
+        std::fs::read_to_string(path).expect("examples/quickstart/intent.ndl")
+    }
+
+    fn start(text: &str) -> Warm {
+        let file = IntentText {
+            name: "intent.ndl".into(),
+            text: text.into(),
+        };
+        Warm::start(vec![file], None).expect("the quickstart intent evaluates")
+    }
+
+    fn fact(w: &Warm, text: &str) -> (RelId, Row) {
+        let p = crate::serve::pattern::parse(text, w.plan()).expect("a fact");
+        (p.rel, p.ground().expect("ground"))
+    }
+
+    /// Edits one fact at a time and holds the session to a from-scratch
+    /// start of the same intent text after each: outputs and the
+    /// built-in's rows. A fact no placement input depends on does not run
+    /// the built-in again; one that moves its model does.
+    #[test]
+    fn edits_equal_from_scratch_and_place_only_when_the_model_moves() {
+        let base = quickstart();
+        let mut w = start(&base);
+        assert_eq!(w.counters().placements, 1);
+        assert!(
+            !model_reads_placement(w.plan()),
+            "the standard rules' model does not read vip_placement"
+        );
+        // ... but every relation derived from it does depend on it
+        let vp = w.plan().relation_id("vip_placement").unwrap();
+        let p4 = w.plan().relation_id("p4_vip");
+        let reached = crate::engine::depends_on(w.plan(), vp);
+        assert!(reached[vp] && p4.is_some_and(|r| reached[r]));
+        let vm = r#"vm("acme", "db2", 02:00:00:00:01:04, 10.1.2.22, "h2")."#;
+        let port = r#"vm_port("h2", "acme", "db2", 11)."#;
+        let pool = r#"dip_pool(203.0.113.10, 6, 80, "acme", "db2", 8080, 1)."#;
+        let steps: [(&str, bool, bool); 5] = [
+            // (fact, insert, moves the placement's model)
+            (vm, true, false),
+            (port, true, false),
+            (pool, true, true),
+            (pool, false, true),
+            (vm, false, false),
+        ];
+        let mut text_facts: Vec<&str> = Vec::new();
+        for (f, insert, moves) in steps {
+            let before = w.counters().placements;
+            let (rel, row) = fact(&w, f);
+            let change = w.edit(rel, row, insert).expect("the edit commits");
+            assert!(!change.full);
+            if insert {
+                text_facts.push(f);
+            } else {
+                text_facts.retain(|x| *x != f);
+            }
+            let fresh = start(&format!("{base}\n{}\n", text_facts.join("\n")));
+            assert_eq!(w.located(), fresh.located(), "after {f} (insert {insert})");
+            assert_eq!(w.placed, fresh.placed, "after {f}");
+            let ran = w.counters().placements - before;
+            assert_eq!(
+                ran,
+                u64::from(moves),
+                "placement runs after {f} (insert {insert})"
+            );
+        }
+        // retracting what is not there is refused and changes nothing
+        let (rel, row) = fact(&w, vm);
+        assert!(matches!(
+            w.edit(rel, row, false),
+            Err(WarmError::NoSuchFact(_))
+        ));
+    }
+
+    fn facts() -> impl Strategy<Value = Facts> {
+        proptest::collection::btree_map(
+            (
+                0usize..3,
+                proptest::collection::vec((0i64..4).prop_map(Value::Number), 0..3),
+            ),
+            Just(Origin::Asserted),
+            0..24,
+        )
+    }
+
+    proptest! {
+        /// Applying the difference to `from` gives exactly `to`, with one
+        /// change per fact on one side only.
+        #[test]
+        fn fact_difference_takes_from_to_to(from in facts(), to in facts()) {
+            let tx = fact_difference(&from, &to);
+            let mut got: BTreeSet<(RelId, Row)> = from.keys().cloned().collect();
+            for (rel, row, diff) in &tx.changes {
+                let key = (*rel, row.clone());
+                match diff {
+                    crate::engine::Diff::Insert => prop_assert!(got.insert(key)),
+                    crate::engine::Diff::Delete => prop_assert!(got.remove(&key)),
+                }
+            }
+            let want: BTreeSet<(RelId, Row)> = to.keys().cloned().collect();
+            prop_assert_eq!(got, want);
+            prop_assert_eq!(holds_relation(&to, 1), to.keys().any(|(r, _)| *r == 1));
+        }
+    }
 }
