@@ -162,7 +162,7 @@ impl<'p> Shared<'p> {
             .or_insert_with(|| {
                 acl_allowed(
                     space,
-                    policy.acls.get(tenant).map(Vec::as_slice).unwrap_or(&[]),
+                    policy.acls.get(tenant).map(|r| r.as_slice()).unwrap_or(&[]),
                     *policy.acl_default.get(tenant).unwrap_or(&true),
                 )
             })
@@ -489,7 +489,7 @@ fn pairs<'p>(
     };
     let acl = shared.acl(space, policy, a.tenant.as_str());
     let mut from_a = ok_src.and(ip);
-    for (t, vm, proto, port) in &policy.dsr {
+    for (t, vm, proto, port) in policy.dsr.iter() {
         if t == &a.tenant && vm == &a.name {
             let reply = space
                 .field_eq(Field::NwProto, u128::from(*proto), 0xff)
