@@ -129,7 +129,7 @@ fn peak_rss_mb() -> f64 {
 #[derive(Default)]
 struct Removed {
     flows: Vec<(String, usize, netc_verify::artifacts::FlowText)>,
-    rows: Vec<(String, usize, Row)>,
+    rows: Vec<(String, usize, std::sync::Arc<Row>)>,
     vm: Option<(usize, std::sync::Arc<Vm>)>,
 }
 

@@ -802,10 +802,13 @@ mod tests {
         let mut a = Artifacts::default();
         for (j, (k, sw)) in rows.iter().enumerate() {
             let rel = CAP1_RELATIONS[k % CAP1_RELATIONS.len()];
-            a.relations.entry(rel.to_string()).or_default().push(Row {
-                vals: vec![format!("tor-{}", sw % 3), (sw / 3).to_string()],
-                at: format!("f:{j}"),
-            });
+            a.relations
+                .entry(rel.to_string())
+                .or_default()
+                .push(std::sync::Arc::new(Row {
+                    vals: vec![format!("tor-{}", sw % 3), (sw / 3).to_string()],
+                    at: format!("f:{j}"),
+                }));
         }
         a
     }
