@@ -492,9 +492,9 @@ impl Bridge {
         flows: Option<&[Option<u32>]>,
         keep: impl Fn(u8, &[(Field, Val)]) -> bool,
     ) {
-        // the old map is kept and thinned in place: a Hoverboard's cache
-        // holds ~270k lookups at 10k VMs, and moving each into a fresh map
-        // (and a key vector per lookup) was most of rebuilding the bridge
+        // the old map is kept and thinned in place: moving each lookup of a
+        // Hoverboard's cache into a fresh map (and a key vector per lookup)
+        // was most of rebuilding the bridge (perf of the M driver)
         let mut cache = old.cache.into_inner();
         let mut same_fields: BTreeMap<u8, bool> = BTreeMap::new();
         let mut key: Vec<(Field, Val)> = Vec::new();
