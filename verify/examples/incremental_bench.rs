@@ -129,8 +129,8 @@ fn peak_rss_mb() -> f64 {
 #[derive(Default)]
 struct Removed {
     flows: Vec<(String, usize, netc_verify::artifacts::FlowText)>,
-    rows: Vec<(String, usize, Row)>,
-    vm: Option<(usize, Vm)>,
+    rows: Vec<(String, usize, std::sync::Arc<Row>)>,
+    vm: Option<(usize, std::sync::Arc<Vm>)>,
 }
 
 /// The generation without VM `v`: its policy entry and every row naming it,
@@ -223,8 +223,14 @@ fn with(a: &Artifacts, p: &Policy, removed: &Removed) -> (Artifacts, Policy) {
 /// every other: deny TCP port 22 to `v` (the artifacts are left as they
 /// are, so the checks of that tenant's VMs read their outcomes again).
 fn with_acl(p: &Policy, v: &Vm) -> Policy {
+    // the other tenants' rules (and every other map) stay shared with `p`,
+    // as an edit of one generation into the next would leave them
     let mut q = p.clone();
-    let rules = q.acls.entry(v.tenant.clone()).or_default();
+    let rules = std::sync::Arc::make_mut(
+        std::sync::Arc::make_mut(&mut q.acls)
+            .entry(v.tenant.clone())
+            .or_default(),
+    );
     let top = rules.iter().map(|r| r.priority).max().unwrap_or(0);
     rules.push(Acl {
         priority: top + 1,

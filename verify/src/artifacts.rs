@@ -11,6 +11,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// A row of a relation file, with where it came from.
 #[derive(Clone, Debug)]
@@ -43,7 +44,9 @@ pub struct GroupText {
 #[derive(Clone, Debug, Default)]
 pub struct Artifacts {
     pub dir: PathBuf,
-    pub relations: BTreeMap<String, Vec<Row>>,
+    /// Each row shared: a next generation cloned from this one shares the
+    /// rows it did not edit, and an update pairs those by pointer.
+    pub relations: BTreeMap<String, Vec<Arc<Row>>>,
     pub flows: BTreeMap<String, Vec<FlowText>>,
     pub groups: BTreeMap<String, Vec<GroupText>>,
 }
@@ -65,7 +68,7 @@ fn bad(at: impl Into<String>, message: impl Into<String>) -> ArtifactError {
 }
 
 impl Artifacts {
-    pub fn rows(&self, rel: &str) -> &[Row] {
+    pub fn rows(&self, rel: &str) -> &[Arc<Row>] {
         self.relations.get(rel).map(Vec::as_slice).unwrap_or(&[])
     }
 
@@ -87,7 +90,12 @@ impl Artifacts {
             }
         };
         for r in self.relations.values_mut().flatten() {
-            move_at(&mut r.at);
+            // a row is copied only if its citation moves (it may be shared)
+            let mut at = r.at.clone();
+            move_at(&mut at);
+            if at != r.at {
+                Arc::make_mut(r).at = at;
+            }
         }
         for f in self.flows.values_mut().flatten() {
             move_at(&mut f.at);
@@ -137,9 +145,11 @@ impl Artifacts {
                 .lines()
                 .enumerate()
                 .filter(|(_, l)| !l.trim().is_empty())
-                .map(|(i, l)| Row {
-                    vals: l.split('\t').map(str::to_string).collect(),
-                    at: format!("{}:{}", p.display(), i + 1),
+                .map(|(i, l)| {
+                    Arc::new(Row {
+                        vals: l.split('\t').map(str::to_string).collect(),
+                        at: format!("{}:{}", p.display(), i + 1),
+                    })
                 })
                 .collect();
             a.relations.insert(rel, rows);
@@ -340,10 +350,10 @@ mod tests {
         a.flows.insert("h1".into(), vec![f]);
         a.relations.insert(
             "agent_vm".into(),
-            vec![Row {
+            vec![Arc::new(Row {
                 vals: vec!["h1".into()],
                 at: "/older/relations/agent_vm.csv:1".into(),
-            }],
+            })],
         );
         a.rebase(Path::new("/new"));
         assert_eq!(a.flows["h1"][0].at, "/new/ovs/h1.flows:3");

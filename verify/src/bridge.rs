@@ -492,46 +492,61 @@ impl Bridge {
         flows: Option<&[Option<u32>]>,
         keep: impl Fn(u8, &[(Field, Val)]) -> bool,
     ) {
-        let mut mine = self.cache.borrow_mut();
-        'entry: for ((table, vals), app) in old.cache.into_inner() {
-            let fields = self.keys.get(&table);
-            if fields != old.keys.get(&table) {
-                continue;
+        // the old map is kept and thinned in place: moving each lookup of a
+        // Hoverboard's cache into a fresh map (and a key vector per lookup)
+        // was most of rebuilding the bridge (perf of the M driver)
+        let mut cache = old.cache.into_inner();
+        let mut same_fields: BTreeMap<u8, bool> = BTreeMap::new();
+        let mut key: Vec<(Field, Val)> = Vec::new();
+        cache.retain(|(table, vals), app| {
+            let fields = self.keys.get(table);
+            let same = *same_fields
+                .entry(*table)
+                .or_insert_with(|| fields == old.keys.get(table));
+            if !same {
+                return false;
             }
-            let key: Vec<(Field, Val)> = fields
-                .into_iter()
-                .flatten()
-                .copied()
-                .zip(vals.iter().copied())
-                .collect();
-            if !keep(table, &key) {
-                continue;
+            key.clear();
+            key.extend(
+                fields
+                    .into_iter()
+                    .flatten()
+                    .copied()
+                    .zip(vals.iter().copied()),
+            );
+            if !keep(*table, &key) {
+                return false;
             }
-            let app = match flows {
-                None => app,
-                Some(m) => {
-                    // renumbered in place: a lookup's BDDs are not copied
-                    // (the cache holds the only reference between runs)
-                    let mut out = Rc::try_unwrap(app).unwrap_or_else(|shared| {
-                        shared
-                            .iter()
-                            .map(|a| Applicable {
-                                flow: a.flow,
-                                m: a.m.clone(),
-                                shadow: a.shadow.clone(),
-                            })
-                            .collect()
-                    });
-                    for a in &mut out {
-                        let Some(Some(flow)) = m.get(a.flow as usize).copied() else {
-                            continue 'entry;
-                        };
-                        a.flow = flow;
-                    }
-                    Rc::new(out)
-                }
+            let Some(m) = flows else { return true };
+            // renumbered in place: a lookup's BDDs are not copied (the
+            // cache holds the only reference between runs)
+            if Rc::get_mut(app).is_none() {
+                *app = Rc::new(
+                    app.iter()
+                        .map(|a| Applicable {
+                            flow: a.flow,
+                            m: a.m.clone(),
+                            shadow: a.shadow.clone(),
+                        })
+                        .collect(),
+                );
+            }
+            let Some(out) = Rc::get_mut(app) else {
+                return false;
             };
-            mine.insert((table, vals), app);
+            for a in out.iter_mut() {
+                let Some(Some(flow)) = m.get(a.flow as usize).copied() else {
+                    return false;
+                };
+                a.flow = flow;
+            }
+            true
+        });
+        let mut mine = self.cache.borrow_mut();
+        if mine.is_empty() {
+            *mine = cache;
+        } else {
+            mine.extend(cache);
         }
     }
 

@@ -13,6 +13,7 @@
 use crate::artifacts::{Artifacts, FlowText, GroupText, Row};
 use crate::incremental::{same_flow_text, same_group_text};
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 
 /// What may differ between the current generation and the next.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -63,7 +64,7 @@ impl Dirty {
 /// not the other (as multisets); if the values are equal as multisets but
 /// not in order, every device of either side (a reorder can change which
 /// duplicate wins).
-fn devices_of_changed_rows(o: &[Row], n: &[Row]) -> BTreeSet<String> {
+fn devices_of_changed_rows(o: &[Arc<Row>], n: &[Arc<Row>]) -> BTreeSet<String> {
     let mut count: HashMap<&[String], i64> = HashMap::new();
     for r in o {
         *count.entry(r.vals.as_slice()).or_default() += 1;
@@ -101,22 +102,22 @@ fn same_group(a: &GroupText, b: &GroupText) -> bool {
 }
 
 /// Rows equal in order, values and `file:line` (which counterexamples cite).
-pub(crate) fn same_rows(a: &[Row], b: &[Row]) -> bool {
+pub(crate) fn same_rows(a: &[Arc<Row>], b: &[Arc<Row>]) -> bool {
     a.len() == b.len()
         && a.iter()
             .zip(b)
-            .all(|(x, y)| x.vals == y.vals && x.at == y.at)
+            .all(|(x, y)| Arc::ptr_eq(x, y) || (x.vals == y.vals && x.at == y.at))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn row(vals: &[&str], at: &str) -> Row {
-        Row {
+    fn row(vals: &[&str], at: &str) -> Arc<Row> {
+        Arc::new(Row {
             vals: vals.iter().map(|s| s.to_string()).collect(),
             at: at.into(),
-        }
+        })
     }
 
     #[test]
@@ -134,7 +135,8 @@ mod tests {
         assert!(d.relation("agent_mux_member"));
         // only a line moved: the relation, no device
         let mut moved = old.clone();
-        moved.relations.get_mut("agent_mux_member").unwrap()[1].at = "f:3".into();
+        Arc::make_mut(&mut moved.relations.get_mut("agent_mux_member").unwrap()[1]).at =
+            "f:3".into();
         let d = Dirty::between(&old, &moved);
         assert!(d.devices.is_empty() && d.relation("agent_mux_member"));
         // reordered: every device of the relation

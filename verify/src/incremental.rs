@@ -19,7 +19,8 @@
 //!   (compared in order, by the text that is pushed), load-balancer
 //!   entries whose rows differ and addresses whose holders differ (the
 //!   model moves row by row: `lb.rs`), the underlay map, and the policy per
-//!   VM and per tenant.
+//!   VM and per tenant (a VM record, map or tenant's rules the two
+//!   generations share is equal without being read: `policy.rs`).
 //! - Only those bridges are rebuilt (a new or removed device rebuilds the
 //!   whole model), and only the VMs whose footprint meets a change (on the
 //!   packets that met it), whose own record changed (in full), or that are
@@ -47,7 +48,7 @@ use crate::dirty::{same, Dirty};
 use crate::kept::Kept;
 use crate::network::{Footprint, Network};
 use crate::ofctl::Constraint;
-use crate::policy::{Policy, Vm};
+use crate::policy::{shared_eq, Acl, Policy, Vm};
 use crate::readers::Readers;
 use crate::report::Report;
 use crate::row_moves::RowMoves;
@@ -58,6 +59,7 @@ use crate::{assemble, Input, Provenance, VerifyError};
 use biodivine_lib_bdd::Bdd;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::ops::Bound::{Excluded, Included, Unbounded};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// A verified generation, ready for the next one.
@@ -760,7 +762,7 @@ impl Verifier {
         }
         laps.lap(&mut up, "lb");
         // underlay
-        let underlay = policy.underlay != self.policy.underlay;
+        let underlay = !shared_eq(&policy.underlay, &self.policy.underlay);
         if underlay {
             for a in policy.underlay.keys().chain(self.policy.underlay.keys()) {
                 if policy.underlay.get(a) != self.policy.underlay.get(a) {
@@ -797,8 +799,11 @@ impl Verifier {
         let mut fresh: Vec<usize> = Vec::new();
         if !same_vms {
             let (om, nm) = middles.clone();
-            let old_names: Vec<_> = self.policy.vms[om.clone()].iter().map(name_of).collect();
-            let new_names: Vec<_> = policy.vms[nm.clone()].iter().map(name_of).collect();
+            let old_names: Vec<_> = self.policy.vms[om.clone()]
+                .iter()
+                .map(|v| name_of(v))
+                .collect();
+            let new_names: Vec<_> = policy.vms[nm.clone()].iter().map(|v| name_of(v)).collect();
             let mut mid = vec![usize::MAX; nm.len()];
             let mut freed = Vec::new();
             for (k, to) in paired(&old_names, &new_names).into_iter().enumerate() {
@@ -1471,35 +1476,43 @@ fn policy_changes(old: &Policy, new: &Policy, middles: Option<&VmMiddles>, ch: &
         vm_changes(old, new, m, ch);
     }
     // tenants whose vnets, ACLs (`at` only cites: a rule moved to another
-    // line is the same rule), default, multicast groups or DSR replies differ
-    type AclKey = (i64, (u32, u8), (u32, u8), u8, u16, u16, bool);
-    let acl_keys = |rules: Option<&Vec<crate::policy::Acl>>| -> Vec<AclKey> {
-        rules
-            .into_iter()
-            .flatten()
-            .map(|a| (a.priority, a.src, a.dst, a.proto, a.lo, a.hi, a.allow))
-            .collect()
+    // line is the same rule), default, multicast groups or DSR replies
+    // differ; a map (or a tenant's rules) the two generations share is
+    // equal without being read
+    let same_rules = |a: &Arc<Vec<Acl>>, b: &Arc<Vec<Acl>>| {
+        Arc::ptr_eq(a, b)
+            || (a.len() == b.len()
+                && a.iter().zip(b.iter()).all(|(x, y)| {
+                    (x.priority, x.src, x.dst, x.proto, x.lo, x.hi, x.allow)
+                        == (y.priority, y.src, y.dst, y.proto, y.lo, y.hi, y.allow)
+                }))
     };
     let tenants = &mut ch.tenants;
-    differing(&old.vnets, &new.vnets, |t| tenants.insert(t.clone()));
-    differing(&old.acl_default, &new.acl_default, |t| {
+    differing(&old.vnets, &new.vnets, PartialEq::eq, |t| {
         tenants.insert(t.clone())
     });
-    for t in old.acls.keys().chain(new.acls.keys()) {
-        if acl_keys(old.acls.get(t)) != acl_keys(new.acls.get(t)) {
+    differing(&old.acl_default, &new.acl_default, PartialEq::eq, |t| {
+        tenants.insert(t.clone())
+    });
+    // a tenant without rules has none in either form (no entry, no rule)
+    let rules = |p: &Policy, t: &String| p.acls.get(t).map_or(0, |r| r.len());
+    differing(&old.acls, &new.acls, same_rules, |t| {
+        if rules(old, t) + rules(new, t) > 0 {
             tenants.insert(t.clone());
         }
-    }
+    });
     let mcast_tenants = &mut ch.mcast_tenants;
-    differing(&old.mcast, &new.mcast, |(t, _)| {
+    differing(&old.mcast, &new.mcast, PartialEq::eq, |(t, _)| {
         tenants.insert(t.clone());
         mcast_tenants.insert(t.clone())
     });
-    for (t, ..) in old.dsr.symmetric_difference(&new.dsr) {
-        tenants.insert(t.clone());
+    if !Arc::ptr_eq(&old.dsr, &new.dsr) {
+        for (t, ..) in old.dsr.symmetric_difference(&new.dsr) {
+            tenants.insert(t.clone());
+        }
     }
     // the trace does not read them, only the check of an exposure does
-    ch.exposures = old.vips != new.vips || old.backends != new.backends;
+    ch.exposures = !shared_eq(&old.vips, &new.vips) || !shared_eq(&old.backends, &new.backends);
 }
 
 /// The VMs whose own record may have changed (and their tenants, ports
@@ -1529,8 +1542,14 @@ fn name_of(v: &Vm) -> (&str, &str) {
 /// of equal records ([`common_ends`] under [`same_vm`]).
 type VmMiddles = (std::ops::Range<usize>, std::ops::Range<usize>);
 
-/// The same VM record (what the checks read of it).
-fn same_vm(x: &Vm, y: &Vm) -> bool {
+/// The same VM record (what the checks read of it): one shared record is,
+/// without reading it (an edit leaves every VM it did not touch shared).
+fn same_vm(x: &Arc<Vm>, y: &Arc<Vm>) -> bool {
+    Arc::ptr_eq(x, y) || same_vm_record(x, y)
+}
+
+/// [`same_vm`] by the records' values.
+fn same_vm_record(x: &Vm, y: &Vm) -> bool {
     x.tenant == y.tenant
         && x.name == y.name
         && x.vni == y.vni
@@ -1540,18 +1559,47 @@ fn same_vm(x: &Vm, y: &Vm) -> bool {
         && x.port == y.port
 }
 
-/// Calls `f` on each key whose value differs between `a` and `b`.
-fn differing<K: Ord, V: PartialEq, R>(
-    a: &BTreeMap<K, V>,
-    b: &BTreeMap<K, V>,
+/// Calls `f` on each key whose value differs between `a` and `b` (under
+/// `eq`; a key in one map only differs): nothing when the two share one
+/// map, else one merge of the two key orders.
+fn differing<K: Ord, V, R>(
+    a: &Arc<BTreeMap<K, V>>,
+    b: &Arc<BTreeMap<K, V>>,
+    eq: impl Fn(&V, &V) -> bool,
     mut f: impl FnMut(&K) -> R,
 ) {
-    if a == b {
+    if Arc::ptr_eq(a, b) {
         return;
     }
-    for k in a.keys().chain(b.keys()) {
-        if a.get(k) != b.get(k) {
-            f(k);
+    let (mut x, mut y) = (a.iter().peekable(), b.iter().peekable());
+    loop {
+        match (x.peek(), y.peek()) {
+            (None, None) => return,
+            (Some((k, _)), None) => {
+                f(k);
+                x.next();
+            }
+            (None, Some((k, _))) => {
+                f(k);
+                y.next();
+            }
+            (Some((ka, va)), Some((kb, vb))) => match ka.cmp(kb) {
+                std::cmp::Ordering::Less => {
+                    f(ka);
+                    x.next();
+                }
+                std::cmp::Ordering::Greater => {
+                    f(kb);
+                    y.next();
+                }
+                std::cmp::Ordering::Equal => {
+                    if !eq(va, vb) {
+                        f(ka);
+                    }
+                    x.next();
+                    y.next();
+                }
+            },
         }
     }
 }
@@ -1586,5 +1634,239 @@ mod tests {
             prop_assert_eq!(paired(&old, &new), reference_pairing(&old, &new));
             prop_assert_eq!(positions(&old, &new), expect);
         }
+
+        /// The policy diff with the maps the two generations share (what
+        /// an edit of one into the next leaves) names exactly the tenants,
+        /// multicast tenants and exposures that comparing every value
+        /// names: on the same policies with nothing shared, and on a
+        /// reference that looks every key up in both (an edit may leave a
+        /// map or a tenant's rules equal but unshared, or change only a
+        /// rule's citation).
+        #[test]
+        fn shared_policy_diff_equals_the_full_comparison(
+            seed in proptest::collection::vec((0u8..4, 0u8..3, 0u8..2), 0..10),
+            edits in proptest::collection::vec((0u8..12, 0u8..4, 0u8..3), 0..4),
+        ) {
+            let old = small_policy(&seed);
+            let new = edited_policy(&old, &edits);
+            let diff = |a: &Policy, b: &Policy| {
+                let mut ch = Changes::default();
+                policy_changes(a, b, None, &mut ch);
+                (ch.tenants, ch.mcast_tenants, ch.exposures)
+            };
+            let full = diff(&unshared(&old), &unshared(&new));
+            prop_assert_eq!(&diff(&old, &new), &full);
+            prop_assert_eq!(&reference_diff(&old, &new), &full);
+        }
+        /// The VM lists' common ends found with shared records (an edit
+        /// leaves the VMs it did not touch shared) are those found by
+        /// comparing every record's values: after inserts, removals, a
+        /// record changed in place, and one replaced by an equal unshared
+        /// copy.
+        #[test]
+        fn shared_vm_ends_equal_the_full_comparison(
+            old in proptest::collection::vec((0u8..3, 0u8..3, 0u32..3), 0..12),
+            edits in proptest::collection::vec((0usize..14, 0u8..4, 0u32..3), 0..4),
+        ) {
+            let vm = |(t, n, port): (u8, u8, u32)| {
+                Arc::new(Vm {
+                    tenant: tenant(t),
+                    name: format!("vm{n}"),
+                    vni: u64::from(t),
+                    mac: u64::from(n),
+                    ip: u32::from(n),
+                    host: "h".into(),
+                    port,
+                    at: "a".into(),
+                })
+            };
+            let old: Vec<Arc<Vm>> = old.into_iter().map(vm).collect();
+            let mut new = old.clone();
+            for (at, kind, x) in edits {
+                let at = at.min(new.len());
+                match kind {
+                    0 => new.insert(at, vm((0, 9, x))),
+                    1 if at < new.len() => {
+                        new.remove(at);
+                    }
+                    2 if at < new.len() => Arc::make_mut(&mut new[at]).port += 1 + x,
+                    _ if at < new.len() => new[at] = Arc::new((*new[at]).clone()),
+                    _ => {}
+                }
+            }
+            // the reference reads every record, shared or not
+            prop_assert_eq!(
+                common_ends(&old, &new, same_vm),
+                common_ends(&old, &new, |a, b| same_vm_record(a, b))
+            );
+        }
+    }
+
+    fn tenant(t: u8) -> String {
+        format!("t{t}")
+    }
+
+    fn rule(priority: i64, dst: u32, at: &str) -> Acl {
+        Acl {
+            priority,
+            src: (0, 0),
+            dst: (dst, 32),
+            proto: 6,
+            lo: 22,
+            hi: 22,
+            allow: false,
+            at: at.into(),
+        }
+    }
+
+    /// A policy of a few tenants: per (tenant, x, y) a rule, a vnet, a
+    /// default, a multicast member, a DSR reply, a VIP and a backend.
+    fn small_policy(seed: &[(u8, u8, u8)]) -> Policy {
+        let mut p = Policy::default();
+        for &(t, x, y) in seed {
+            let (t, x32) = (tenant(t), u32::from(x));
+            Arc::make_mut(Arc::make_mut(&mut p.acls).entry(t.clone()).or_default()).push(rule(
+                i64::from(x),
+                x32,
+                "a",
+            ));
+            Arc::make_mut(&mut p.vnets)
+                .entry(t.clone())
+                .or_default()
+                .push((x32 << 8, 24));
+            Arc::make_mut(&mut p.acl_default).insert(t.clone(), y == 0);
+            Arc::make_mut(&mut p.mcast)
+                .entry((t.clone(), x32))
+                .or_default()
+                .insert(format!("vm{y}"));
+            Arc::make_mut(&mut p.dsr).insert((t.clone(), format!("vm{x}"), 6, 80));
+            Arc::make_mut(&mut p.vips).insert(x32, (t.clone(), y == 0));
+            Arc::make_mut(&mut p.backends).insert((x32, t.clone(), format!("vm{y}")));
+            Arc::make_mut(&mut p.underlay).insert(x32, format!("h{y}"));
+        }
+        p
+    }
+
+    /// `p` cloned (every map shared) and edited in place, as a next
+    /// generation is made from the last.
+    fn edited_policy(p: &Policy, edits: &[(u8, u8, u8)]) -> Policy {
+        let mut q = p.clone();
+        for &(kind, t, x) in edits {
+            let (t, x32) = (tenant(t), u32::from(x));
+            match kind {
+                0 => Arc::make_mut(Arc::make_mut(&mut q.acls).entry(t).or_default())
+                    .push(rule(9, x32, "b")),
+                1 => {
+                    let d = Arc::make_mut(&mut q.acl_default);
+                    let v = !d.get(&t).copied().unwrap_or(true);
+                    d.insert(t, v);
+                }
+                2 => Arc::make_mut(&mut q.vnets)
+                    .entry(t)
+                    .or_default()
+                    .push((7, 32)),
+                3 => {
+                    Arc::make_mut(&mut q.mcast)
+                        .entry((t, x32))
+                        .or_default()
+                        .insert("new".into());
+                }
+                4 => {
+                    Arc::make_mut(&mut q.dsr).insert((t, "new".into(), 17, 53));
+                }
+                5 => {
+                    Arc::make_mut(&mut q.vips).insert(100 + x32, (t, true));
+                }
+                6 => {
+                    Arc::make_mut(&mut q.backends).insert((x32, t, "new".into()));
+                }
+                7 => {
+                    Arc::make_mut(&mut q.underlay).insert(x32, "moved".into());
+                }
+                // only the citations of a tenant's rules move
+                8 => {
+                    if let Some(r) = Arc::make_mut(&mut q.acls).get_mut(&t) {
+                        Arc::make_mut(r)
+                            .iter_mut()
+                            .for_each(|a| a.at = "moved".into());
+                    }
+                }
+                // a tenant's rules emptied, its entry kept
+                10 if x == 0 => {
+                    if let Some(r) = Arc::make_mut(&mut q.acls).get_mut(&t) {
+                        Arc::make_mut(r).clear();
+                    }
+                }
+                // a tenant's rules equal but no longer shared
+                9 => {
+                    if let Some(r) = Arc::make_mut(&mut q.acls).get_mut(&t) {
+                        *r = Arc::new((**r).clone());
+                    }
+                }
+                // every map equal but no longer shared
+                _ => q = unshared(&q),
+            }
+        }
+        q
+    }
+
+    /// `p` with every map (and every tenant's rules) in its own allocation.
+    fn unshared(p: &Policy) -> Policy {
+        let mut q = p.clone();
+        q.vms = p.vms.iter().map(|v| Arc::new((**v).clone())).collect();
+        q.vnets = Arc::new((*p.vnets).clone());
+        q.acls = Arc::new(
+            p.acls
+                .iter()
+                .map(|(t, r)| (t.clone(), Arc::new((**r).clone())))
+                .collect(),
+        );
+        q.acl_default = Arc::new((*p.acl_default).clone());
+        q.mcast = Arc::new((*p.mcast).clone());
+        q.underlay = Arc::new((*p.underlay).clone());
+        q.vips = Arc::new((*p.vips).clone());
+        q.backends = Arc::new((*p.backends).clone());
+        q.dsr = Arc::new((*p.dsr).clone());
+        q
+    }
+
+    /// The diff spelled out: every key of either map looked up in both.
+    fn reference_diff(a: &Policy, b: &Policy) -> (BTreeSet<String>, BTreeSet<String>, bool) {
+        let mut tenants = BTreeSet::new();
+        let mut mcast = BTreeSet::new();
+        for t in a.vnets.keys().chain(b.vnets.keys()) {
+            if a.vnets.get(t) != b.vnets.get(t) {
+                tenants.insert(t.clone());
+            }
+        }
+        for t in a.acl_default.keys().chain(b.acl_default.keys()) {
+            if a.acl_default.get(t) != b.acl_default.get(t) {
+                tenants.insert(t.clone());
+            }
+        }
+        let keys = |r: Option<&Arc<Vec<Acl>>>| -> Vec<_> {
+            r.map(|r| {
+                r.iter()
+                    .map(|x| (x.priority, x.src, x.dst, x.proto, x.lo, x.hi, x.allow))
+                    .collect()
+            })
+            .unwrap_or_default()
+        };
+        for t in a.acls.keys().chain(b.acls.keys()) {
+            if keys(a.acls.get(t)) != keys(b.acls.get(t)) {
+                tenants.insert(t.clone());
+            }
+        }
+        for k in a.mcast.keys().chain(b.mcast.keys()) {
+            if a.mcast.get(k) != b.mcast.get(k) {
+                tenants.insert(k.0.clone());
+                mcast.insert(k.0.clone());
+            }
+        }
+        for (t, ..) in a.dsr.symmetric_difference(&b.dsr) {
+            tenants.insert(t.clone());
+        }
+        let exposures = *a.vips != *b.vips || *a.backends != *b.backends;
+        (tenants, mcast, exposures)
     }
 }

@@ -9,10 +9,20 @@
 //! with a port, its tenant, VNI, MAC, IP, host and port; vnets; ACLs;
 //! multicast membership (the intent's `mcast_policy` applied); the underlay
 //! address of every device; switch capacities.
+//!
+//! The VM records and the maps an update compares (vnets, ACLs, defaults,
+//! multicast, underlay, VIPs, backends, DSR replies) are each behind an
+//! [`Arc`], and every tenant's ACLs too: a next generation cloned from this one shares what it
+//! did not edit, so [`shared_eq`] tells an unchanged map by its pointer instead
+//! of reading it (at 100k VMs comparing them in full was ~18 ms of every
+//! incremental update). Two policies built apart share nothing and are
+//! compared value by value: a shared pointer is only ever a shortcut to
+//! "equal".
 
 use crate::artifacts::{Artifacts, Row};
 use crate::ofctl::{parse_ip, parse_mac};
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 #[derive(Clone, Debug)]
 pub struct Vm {
@@ -42,30 +52,40 @@ pub struct Acl {
 pub struct Policy {
     /// Whether this came from the intent (else: from the agents' rows).
     pub from_intent: bool,
-    pub vms: Vec<Vm>,
+    /// Each VM's record shared (as the maps below are): a next generation
+    /// cloned from this one compares its unchanged VMs by pointer.
+    pub vms: Vec<Arc<Vm>>,
     /// tenant → vnet prefixes.
-    pub vnets: BTreeMap<String, Vec<(u32, u8)>>,
-    pub acls: BTreeMap<String, Vec<Acl>>,
+    pub vnets: Arc<BTreeMap<String, Vec<(u32, u8)>>>,
+    /// tenant → its ACL rules (each tenant's shared on its own: an edit of
+    /// one tenant's rules leaves the others' pointers equal).
+    pub acls: Arc<BTreeMap<String, Arc<Vec<Acl>>>>,
     /// tenant → default allow.
-    pub acl_default: BTreeMap<String, bool>,
+    pub acl_default: Arc<BTreeMap<String, bool>>,
     /// (tenant, group) → member VM names.
-    pub mcast: BTreeMap<(String, u32), BTreeSet<String>>,
+    pub mcast: Arc<BTreeMap<(String, u32), BTreeSet<String>>>,
     /// underlay address → device.
-    pub underlay: BTreeMap<u32, String>,
+    pub underlay: Arc<BTreeMap<u32, String>>,
     /// switch → (host, ecmp, tunnel) capacity.
     pub capacity: BTreeMap<String, (u64, u64, u64)>,
     /// VIP address → (tenant, public).
-    pub vips: BTreeMap<u32, (String, bool)>,
+    pub vips: Arc<BTreeMap<u32, (String, bool)>>,
     /// Declared backends: (VIP address, tenant, VM) — DIPs and Yoda instances.
-    pub backends: BTreeSet<(u32, String, String)>,
+    pub backends: Arc<BTreeSet<(u32, String, String)>>,
     /// DIP replies: (tenant, VM, proto, target port) — DSR traffic, not pair traffic.
-    pub dsr: BTreeSet<(String, String, u8, u16)>,
+    pub dsr: Arc<BTreeSet<(String, String, u8, u16)>>,
     /// What the switches' own tables must do (hosts' ToR ports, DoS black holes, Anolis routes).
     pub switches: crate::p4::invariants::SwitchIntent,
 }
 
 /// Intent base facts by relation: values as text (symbols unquoted), `at` = file:line.
 pub type Facts = BTreeMap<String, Vec<Row>>;
+
+/// Whether two shared values are equal: the same allocation is, without
+/// reading it; otherwise they are compared.
+pub fn shared_eq<T: PartialEq + ?Sized>(a: &Arc<T>, b: &Arc<T>) -> bool {
+    Arc::ptr_eq(a, b) || **a == **b
+}
 
 fn prefix(t: &str) -> Option<(u32, u8)> {
     let (a, l) = t.split_once('/')?;
@@ -74,7 +94,10 @@ fn prefix(t: &str) -> Option<(u32, u8)> {
 
 impl Policy {
     pub fn vm_at(&self, host: &str, port: u32) -> Option<&Vm> {
-        self.vms.iter().find(|v| v.host == host && v.port == port)
+        self.vms
+            .iter()
+            .find(|v| v.host == host && v.port == port)
+            .map(|v| &**v)
     }
 
     /// From the intent's facts.
@@ -110,7 +133,7 @@ impl Policy {
             ) else {
                 continue;
             };
-            p.vms.push(Vm {
+            p.vms.push(Arc::new(Vm {
                 tenant: v[0].clone(),
                 name: v[1].clone(),
                 vni: vn,
@@ -119,11 +142,14 @@ impl Policy {
                 host: v[4].clone(),
                 port,
                 at: r.at.clone(),
-            });
+            }));
         }
         for r in rows("vnet") {
             if let Some(px) = r.vals.get(2).and_then(|t| prefix(t)) {
-                p.vnets.entry(r.vals[0].clone()).or_default().push(px);
+                Arc::make_mut(&mut p.vnets)
+                    .entry(r.vals[0].clone())
+                    .or_default()
+                    .push(px);
             }
         }
         for r in rows("acl") {
@@ -134,7 +160,7 @@ impl Policy {
             let (Some(src), Some(dst)) = (prefix(&v[3]), prefix(&v[4])) else {
                 continue;
             };
-            p.acls.entry(v[0].clone()).or_default().push(Acl {
+            Arc::make_mut(Arc::make_mut(&mut p.acls).entry(v[0].clone()).or_default()).push(Acl {
                 priority: v[2].parse().unwrap_or(0),
                 src,
                 dst,
@@ -146,7 +172,7 @@ impl Policy {
             });
         }
         for r in rows("acl_default") {
-            p.acl_default.insert(
+            Arc::make_mut(&mut p.acl_default).insert(
                 r.vals[0].clone(),
                 r.vals.get(1).is_some_and(|a| a == "allow"),
             );
@@ -177,7 +203,7 @@ impl Policy {
             let ok = !deny.contains(&(v[0].clone(), v[1].clone(), v[2].clone()))
                 && allow.get(&key).is_none_or(|a| a.contains(&v[2]));
             if let (true, Some(g)) = (ok, parse_ip(&v[1])) {
-                p.mcast
+                Arc::make_mut(&mut p.mcast)
                     .entry((v[0].clone(), g))
                     .or_default()
                     .insert(v[2].clone());
@@ -186,14 +212,14 @@ impl Policy {
         for (rel, col) in [("host", 1), ("hoverboard", 1), ("smux", 1)] {
             for r in rows(rel) {
                 if let Some(ip) = r.vals.get(col).and_then(|t| parse_ip(t)) {
-                    p.underlay.insert(ip, r.vals[0].clone());
+                    Arc::make_mut(&mut p.underlay).insert(ip, r.vals[0].clone());
                 }
             }
         }
         for r in rows("vip") {
             let v = &r.vals;
             if let Some(ip) = v.get(1).and_then(|t| parse_ip(t)) {
-                p.vips
+                Arc::make_mut(&mut p.vips)
                     .insert(ip, (v[0].clone(), v.get(4).is_some_and(|e| e == "public")));
             }
         }
@@ -203,10 +229,10 @@ impl Policy {
                 continue;
             }
             if let Some(ip) = parse_ip(&v[0]) {
-                p.backends.insert((ip, v[3].clone(), v[4].clone()));
+                Arc::make_mut(&mut p.backends).insert((ip, v[3].clone(), v[4].clone()));
             }
             if let (Ok(proto), Ok(tport)) = (v[1].parse(), v[5].parse()) {
-                p.dsr.insert((v[3].clone(), v[4].clone(), proto, tport));
+                Arc::make_mut(&mut p.dsr).insert((v[3].clone(), v[4].clone(), proto, tport));
             }
         }
         let instances: BTreeMap<&str, (&str, &str)> = rows("yoda_instance")
@@ -231,9 +257,9 @@ impl Policy {
             ) else {
                 continue;
             };
-            p.backends.insert((ip, t.to_string(), vm.to_string()));
+            Arc::make_mut(&mut p.backends).insert((ip, t.to_string(), vm.to_string()));
             for (_, proto, port) in vip_ports.iter().filter(|x| x.0 == ip) {
-                p.dsr.insert((t.to_string(), vm.to_string(), *proto, *port));
+                Arc::make_mut(&mut p.dsr).insert((t.to_string(), vm.to_string(), *proto, *port));
             }
         }
         for r in rows("switch") {
@@ -260,7 +286,7 @@ impl Policy {
             ) else {
                 continue;
             };
-            p.vms.push(Vm {
+            p.vms.push(Arc::new(Vm {
                 tenant: v[1].clone(),
                 name: v[3].clone(),
                 vni,
@@ -269,18 +295,18 @@ impl Policy {
                 host: v[0].clone(),
                 port,
                 at: r.at.clone(),
-            });
+            }));
         }
         for r in a.rows("agent_dip") {
             let v = &r.vals;
             if let (Some(vip), true) = (v.get(4).and_then(|t| parse_ip(t)), v.len() >= 8) {
-                p.backends.insert((vip, v[1].clone(), v[2].clone()));
+                Arc::make_mut(&mut p.backends).insert((vip, v[1].clone(), v[2].clone()));
             }
         }
         for r in a.rows("agent_mcast_member") {
             let v = &r.vals;
             if let (5, Some(g)) = (v.len(), parse_ip(v.get(3).map_or("", |s| s.as_str()))) {
-                p.mcast
+                Arc::make_mut(&mut p.mcast)
                     .entry((v[1].clone(), g))
                     .or_default()
                     .insert(v[4].clone());
@@ -288,7 +314,7 @@ impl Policy {
         }
         for r in a.rows("ovs_tunnel_peer") {
             if let Some(ip) = r.vals.get(3).and_then(|t| parse_ip(t)) {
-                p.underlay.insert(ip, r.vals[2].clone());
+                Arc::make_mut(&mut p.underlay).insert(ip, r.vals[2].clone());
             }
         }
         p

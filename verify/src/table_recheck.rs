@@ -265,7 +265,12 @@ impl TableChecks {
 
 /// Each AFF-1 tunnel row's member, per relation.
 fn tunnel_members(a: &Artifacts) -> [Vec<Option<(u64, u32)>>; 2] {
-    tables::AFF1_TUNNEL_RELATIONS.map(|rel| a.rows(rel).iter().map(tables::tunnel_member).collect())
+    tables::AFF1_TUNNEL_RELATIONS.map(|rel| {
+        a.rows(rel)
+            .iter()
+            .map(|r| tables::tunnel_member(r))
+            .collect()
+    })
 }
 
 /// AFF-1's tunnel findings with the row each is of.

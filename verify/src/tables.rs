@@ -174,7 +174,7 @@ fn show_member(m: Option<Member>) -> String {
 fn vms_by_addr(policy: &Policy) -> std::collections::HashMap<(u64, u32), &crate::policy::Vm> {
     let mut m = std::collections::HashMap::new();
     for v in &policy.vms {
-        m.entry((v.vni, v.ip)).or_insert(v);
+        m.entry((v.vni, v.ip)).or_insert(&**v);
     }
     m
 }
@@ -315,7 +315,7 @@ impl<'p> TunnelCheck<'p> {
         for v in &policy.vms {
             if members.contains(&(v.vni, v.ip)) {
                 // the first one wins, as in `vms_by_addr`
-                by_addr.entry((v.vni, v.ip)).or_insert(v);
+                by_addr.entry((v.vni, v.ip)).or_insert(&**v);
             }
         }
         TunnelCheck {
@@ -802,10 +802,13 @@ mod tests {
         let mut a = Artifacts::default();
         for (j, (k, sw)) in rows.iter().enumerate() {
             let rel = CAP1_RELATIONS[k % CAP1_RELATIONS.len()];
-            a.relations.entry(rel.to_string()).or_default().push(Row {
-                vals: vec![format!("tor-{}", sw % 3), (sw / 3).to_string()],
-                at: format!("f:{j}"),
-            });
+            a.relations
+                .entry(rel.to_string())
+                .or_default()
+                .push(std::sync::Arc::new(Row {
+                    vals: vec![format!("tor-{}", sw % 3), (sw / 3).to_string()],
+                    at: format!("f:{j}"),
+                }));
         }
         a
     }

@@ -49,10 +49,10 @@ impl Slots<'_> {
 
 impl VmIndex {
     /// Every VM of `vms`, VM i at slot i.
-    pub fn of(vms: &[Vm]) -> VmIndex {
+    pub fn of<V: std::borrow::Borrow<Vm>>(vms: &[V]) -> VmIndex {
         let mut ix = VmIndex::default();
         for (i, v) in vms.iter().enumerate() {
-            ix.add(i, v);
+            ix.add(i, v.borrow());
         }
         ix
     }

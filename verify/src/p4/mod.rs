@@ -84,7 +84,7 @@ pub fn decode_file(path: &Path) -> Result<Vec<Update>, ArtifactError> {
 /// Replaces the P4 table relations of `relations` by what `dir/p4/*.txtpb` install.
 pub fn read_switches(
     dir: &Path,
-    relations: &mut BTreeMap<String, Vec<Row>>,
+    relations: &mut BTreeMap<String, Vec<std::sync::Arc<Row>>>,
 ) -> Result<(), ArtifactError> {
     let p4_dir = dir.join("p4");
     if !p4_dir.is_dir() {
@@ -117,7 +117,11 @@ pub fn read_switches(
         }
     }
     for rel in TABLE_RELATIONS {
-        relations.insert(rel.to_string(), rows.remove(rel).unwrap_or_default());
+        let rs = rows.remove(rel).unwrap_or_default();
+        relations.insert(
+            rel.to_string(),
+            rs.into_iter().map(std::sync::Arc::new).collect(),
+        );
     }
     Ok(())
 }

@@ -200,7 +200,10 @@ mod tests {
             }
         }
         let mut a = Artifacts::default();
-        a.relations.insert("agent_anolis_chain".into(), rows);
+        a.relations.insert(
+            "agent_anolis_chain".into(),
+            rows.into_iter().map(std::sync::Arc::new).collect(),
+        );
         a
     }
 

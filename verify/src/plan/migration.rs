@@ -442,6 +442,7 @@ fn moving<'p>(policy: &'p Policy, m: &Move) -> Option<&'p Vm> {
         .vms
         .iter()
         .find(|v| v.tenant == m.tenant && v.name == m.vm)
+        .map(|v| &**v)
 }
 
 /// Checks every intermediate state of `phases` (see the module map); also
@@ -466,6 +467,7 @@ pub fn check(
         .vms
         .iter()
         .filter(|v| !moving_names.contains(&(v.tenant.as_str(), v.name.as_str())))
+        .map(|v| &**v)
         .collect();
     // the states strictly between the old and the new generation
     let last = phases.steps.len();
@@ -539,7 +541,11 @@ pub fn check(
                 }
                 let allowed = set.and(&acl_allowed(
                     space,
-                    policy.acls.get(&a.tenant).map(Vec::as_slice).unwrap_or(&[]),
+                    policy
+                        .acls
+                        .get(&a.tenant)
+                        .map(|r| r.as_slice())
+                        .unwrap_or(&[]),
                     *policy.acl_default.get(&a.tenant).unwrap_or(&true),
                 ));
                 let lost = allowed.and_not(&delivered);
