@@ -18,10 +18,8 @@
 //!   canonical (inline iff it can be, else packed iff it can be), so the
 //!   derived-style `Eq`/`Hash` are exact.
 //! - `Ord` is a *fast internal* total order consistent with `Eq` (raw tags
-//!   and bits; symbols by interner id; a packed row by a hash of its bytes
-//!   first, kept beside the pointer, so a probe rarely reads its
-//!   allocation). Arrangements sort by it millions of times, so it never
-//!   takes the interner lock. It is NOT the user-visible
+//!   and bits; symbols by interner id). Arrangements sort by it millions of
+//!   times, so it never takes the interner lock. It is NOT the user-visible
 //!   order: anything shown to users is sorted with [`sort_rows`] /
 //!   [`sort_by_row`], which follow `Value`'s semantic order.
 //! - It implements serde `Serialize`/`Deserialize` because timely's
@@ -53,73 +51,21 @@ enum Repr {
         tags: [u8; INLINE],
         words: [u64; INLINE],
     },
-    /// More than [`INLINE`] narrow values (see [`PackedRow`]).
-    Packed(PackedRow),
+    /// More than [`INLINE`] narrow values: `len` tag bytes, then `len`
+    /// little-endian `u64` words.
+    Packed(Arc<[u8]>),
     /// Rows holding a wide value (IPv6 address or prefix).
     Heap(Box<[Value]>),
 }
 
 /// The packed bytes of narrow values given as tags and words.
-/// A packed row: `len` tag bytes, then `len` little-endian `u64` words,
-/// behind one shared allocation, with an FxHash of those bytes kept
-/// beside the pointer. Why the hash: arrangements binary-search their keys
-/// and values by [`Tuple`]'s order, and with bytes alone every probe of a
-/// packed row dereferenced its allocation — a cache miss per probe in
-/// L's gigabytes of rows (`memcmp` and `Tuple::cmp` were ~11% of a warm
-/// change's worker CPU at L). Ordered and compared by the hash first, a
-/// probe reads the allocation only when the hashes are equal, which for
-/// unequal rows is almost never. `Eq`, `Ord` and `Hash` stay consistent:
-/// equal bytes have equal hashes.
-#[derive(Clone)]
-struct PackedRow {
-    hash: u64,
-    bytes: Arc<[u8]>,
-}
-
-impl PartialEq for PackedRow {
-    #[inline]
-    fn eq(&self, other: &Self) -> bool {
-        self.hash == other.hash && self.bytes == other.bytes
-    }
-}
-
-impl Eq for PackedRow {}
-
-impl Hash for PackedRow {
-    #[inline]
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        state.write_u64(self.hash);
-    }
-}
-
-impl Ord for PackedRow {
-    #[inline]
-    fn cmp(&self, other: &Self) -> Ordering {
-        self.hash
-            .cmp(&other.hash)
-            .then_with(|| self.bytes.cmp(&other.bytes))
-    }
-}
-
-impl PartialOrd for PackedRow {
-    #[inline]
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-fn pack(tags: &[u8], words: &[u64]) -> PackedRow {
+fn pack(tags: &[u8], words: &[u64]) -> Arc<[u8]> {
     let mut b = Vec::with_capacity(tags.len() * 9);
     b.extend_from_slice(tags);
     for w in words {
         b.extend_from_slice(&w.to_le_bytes());
     }
-    let mut h = FxHasher::default();
-    h.write(&b);
-    PackedRow {
-        hash: h.finish(),
-        bytes: Arc::from(b),
-    }
+    Arc::from(b)
 }
 
 /// Value `i` of packed bytes, if in range.
@@ -276,7 +222,7 @@ impl Tuple {
     pub fn len(&self) -> usize {
         match &self.0 {
             Repr::Inline { len, .. } => *len as usize,
-            Repr::Packed(p) => p.bytes.len() / 9,
+            Repr::Packed(b) => b.len() / 9,
             Repr::Heap(vs) => vs.len(),
         }
     }
@@ -288,7 +234,7 @@ impl Tuple {
             Repr::Inline { len, tags, words } => {
                 (i < *len as usize).then(|| decode(tags[i], words[i]))
             }
-            Repr::Packed(p) => packed_get(&p.bytes, i),
+            Repr::Packed(b) => packed_get(b, i),
             Repr::Heap(vs) => vs.get(i).copied(),
         }
     }
@@ -344,8 +290,7 @@ impl Ord for Tuple {
                 // Any total order will do; this one compares whole arrays.
                 w1.cmp(w2).then_with(|| t1.cmp(t2)).then_with(|| l1.cmp(l2))
             }
-            // Equal bytes iff equal values (the encoding is canonical);
-            // the hash first (`PackedRow`).
+            // Equal bytes iff equal values (the encoding is canonical).
             (Repr::Packed(a), Repr::Packed(b)) => a.cmp(b),
             (Repr::Heap(a), Repr::Heap(b)) => {
                 for (x, y) in a.iter().zip(b.iter()) {
@@ -671,13 +616,6 @@ mod tests {
         ]
     }
 
-    /// Rows of 0–8 values, now and then a wide one: every representation.
-    fn row_any() -> impl proptest::strategy::Strategy<Value = Vec<Value>> {
-        use proptest::prelude::*;
-        let v = prop_oneof![8 => value(), 1 => (0u128..2).prop_map(Value::Ipv6)];
-        proptest::collection::vec(v, 0..9)
-    }
-
     proptest::proptest! {
         /// Ranking symbols once sorts exactly as `Value`'s own order does
         /// (which compares symbol text on every comparison).
@@ -692,37 +630,6 @@ mod tests {
         }
 
         /// Both forms of the ranks (dense by id, sparse by search) sort as
-        /// The fast order is a total order that agrees with equality of
-        /// the values, and equal tuples hash alike, in every
-        /// representation — packed rows (ordered by their hash first)
-        /// included, and across them.
-        #[test]
-        fn fast_order_eq_and_hash_agree(
-            a in row_any(),
-            b in row_any(),
-            c in row_any(),
-        ) {
-            let hash = |t: &Tuple| {
-                let mut h = FxHasher::default();
-                t.hash(&mut h);
-                h.finish()
-            };
-            let (ta, tb, tc) = (Tuple::from_values(&a), Tuple::from_values(&b), Tuple::from_values(&c));
-            proptest::prop_assert_eq!(ta == tb, a == b);
-            proptest::prop_assert_eq!(ta.cmp(&tb) == Ordering::Equal, a == b);
-            proptest::prop_assert_eq!(ta.cmp(&tb), tb.cmp(&ta).reverse());
-            if a == b {
-                proptest::prop_assert_eq!(hash(&ta), hash(&tb));
-            }
-            let copy = Tuple::from_values(&a);
-            proptest::prop_assert_eq!(hash(&ta), hash(&copy));
-            proptest::prop_assert_eq!(ta.cmp(&copy), Ordering::Equal);
-            // transitive: sorting three and checking neighbours is enough
-            let mut three = [ta.clone(), tb.clone(), tc.clone()];
-            three.sort();
-            proptest::prop_assert!(three[0] <= three[1] && three[1] <= three[2] && three[0] <= three[2]);
-        }
-
         /// `Value`'s own order, whichever `sort_rows` would pick.
         #[test]
         fn dense_and_sparse_ranks_sort_alike(
