@@ -142,8 +142,8 @@ pub struct Warm {
     /// Whether a relation the placement reads (`placement::model::READS`)
     /// may have changed since `placed` was computed: the built-in is a
     /// function of those relations, so while they stand still it is not
-    /// run again (its model read and greedy pass were most of a warm
-    /// change: ~36 ms of an `:assert` at M, docs/performance.md).
+    /// run again (its model read and greedy pass were most of an
+    /// `:assert`'s time: docs/performance.md, *The warm path users drive*).
     model_stale: bool,
     counters: Counters,
 }
