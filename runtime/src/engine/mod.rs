@@ -54,39 +54,6 @@ mod validate;
 
 pub use tuple::{sort_by_row, sort_rows};
 
-/// Per relation, whether its contents can depend on `source`'s: `source`
-/// itself and every relation a chain of rules derives from it.
-pub fn depends_on(plan: &netc_compiler::plan::Plan, source: RelId) -> Vec<bool> {
-    let rules: Vec<(RelId, std::collections::BTreeSet<RelId>)> = plan
-        .strata
-        .iter()
-        .flat_map(|s| &s.rules)
-        .map(|r| {
-            let mut reads = std::collections::BTreeSet::new();
-            render::body_reads(&r.body, &mut reads);
-            (r.head, reads)
-        })
-        .collect();
-    let mut reached = vec![false; plan.relations.len()];
-    if let Some(x) = reached.get_mut(source) {
-        *x = true;
-    }
-    // Each round reaches at least one more relation or stops.
-    for _ in 0..=plan.relations.len() {
-        let mut grew = false;
-        for (head, reads) in &rules {
-            if !reached[*head] && reads.iter().any(|r| reached[*r]) {
-                reached[*head] = true;
-                grew = true;
-            }
-        }
-        if !grew {
-            break;
-        }
-    }
-    reached
-}
-
 use driver::Workers;
 use mirror::RowSet;
 use netc_compiler::plan::{Plan, RelId};

@@ -168,7 +168,7 @@ pub fn counted_relations(plan: &Plan) -> Vec<bool> {
 }
 
 /// Every relation a body reads (scans, joins, negations, aggregates' bodies).
-pub(crate) fn body_reads(body: &Body, out: &mut BTreeSet<RelId>) {
+pub(super) fn body_reads(body: &Body, out: &mut BTreeSet<RelId>) {
     if let Source::Scan(scan) = &body.source {
         out.insert(scan.rel);
     }
