@@ -107,6 +107,44 @@ pub struct Body {
     pub steps: Vec<Step>,
 }
 
+/// How a body reads a relation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Read {
+    /// In a positive atom (a scan or a join) of the body itself.
+    Pos,
+    /// In a negated atom.
+    Neg,
+    /// Anywhere in an aggregate's inner body.
+    Agg,
+}
+
+impl Body {
+    /// Every relation the body reads, and how, in body order (aggregate
+    /// bodies included; a relation read twice appears twice). The one walk
+    /// of a body's reads: stratification checks, the engine's pieces and
+    /// routes, and what a change can reach all ask it.
+    pub fn reads(&self) -> Vec<(RelId, Read)> {
+        let mut out = Vec::new();
+        self.reads_into(false, &mut out);
+        out
+    }
+
+    fn reads_into(&self, in_agg: bool, out: &mut Vec<(RelId, Read)>) {
+        let pos = if in_agg { Read::Agg } else { Read::Pos };
+        if let Source::Scan(s) = &self.source {
+            out.push((s.rel, pos));
+        }
+        for step in &self.steps {
+            match step {
+                Step::Join { rel, .. } => out.push((*rel, pos)),
+                Step::AntiJoin { rel, .. } => out.push((*rel, Read::Neg)),
+                Step::Aggregate { inner, .. } => inner.reads_into(true, out),
+                Step::Filter(_) | Step::Bind(_) => {}
+            }
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub enum Source {
     /// One empty row: a body with no positive atom.

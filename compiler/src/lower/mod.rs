@@ -114,7 +114,8 @@ pub fn try_lower(checked: &Checked) -> Result<Plan, InternalError> {
             }
         }
         let recursive = rules.iter().any(|r| {
-            verify::reads(&r.body)
+            r.body
+                .reads()
                 .iter()
                 .any(|(rel, _)| s.relations.contains(rel))
         });

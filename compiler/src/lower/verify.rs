@@ -8,37 +8,7 @@
 //! it on every plan it builds; the engine or tests may run it on any plan.
 
 use super::{rel_name, strata_of, InternalError};
-use crate::plan::{Body, ColPat, Cond, Expr, Plan, RelId, Source, Step};
-
-/// How a body reads a relation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Read {
-    Pos,
-    Neg,
-    Agg,
-}
-
-/// Every relation a body reads (aggregate bodies included).
-pub fn reads(body: &Body) -> Vec<(RelId, Read)> {
-    let mut out = Vec::new();
-    reads_into(body, false, &mut out);
-    out
-}
-
-fn reads_into(body: &Body, in_agg: bool, out: &mut Vec<(RelId, Read)>) {
-    let pos = if in_agg { Read::Agg } else { Read::Pos };
-    if let Source::Scan(s) = &body.source {
-        out.push((s.rel, pos));
-    }
-    for step in &body.steps {
-        match step {
-            Step::Join { rel, .. } => out.push((*rel, pos)),
-            Step::AntiJoin { rel, .. } => out.push((*rel, Read::Neg)),
-            Step::Aggregate { inner, .. } => reads_into(inner, true, out),
-            Step::Filter(_) | Step::Bind(_) => {}
-        }
-    }
-}
+use crate::plan::{Body, ColPat, Cond, Expr, Plan, Read, RelId, Source, Step};
 
 pub fn verify(plan: &Plan) -> Result<(), InternalError> {
     let strata = strata_of(plan);
@@ -81,7 +51,7 @@ pub fn verify(plan: &Plan) -> Result<(), InternalError> {
                     )
                 })?;
             }
-            for (rel, how) in reads(&rule.body) {
+            for (rel, how) in rule.body.reads() {
                 let ok = match strata.get(rel).copied().flatten() {
                     None => rel < plan.relations.len(),
                     Some(j) => j < k || (j == k && how == Read::Pos),
@@ -98,7 +68,8 @@ pub fn verify(plan: &Plan) -> Result<(), InternalError> {
             }
         }
         let recursive = s.rules.iter().any(|r| {
-            reads(&r.body)
+            r.body
+                .reads()
                 .iter()
                 .any(|(rel, _)| s.relations.contains(rel))
         });

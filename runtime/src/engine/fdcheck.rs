@@ -136,7 +136,7 @@ pub fn split(plan: &Plan) -> (Plan, Vec<FdCheck>) {
     let mut read = BTreeSet::new();
     for s in &plan.strata {
         for rule in &s.rules {
-            super::render::body_reads(&rule.body, &mut read);
+            read.extend(rule.body.reads().into_iter().map(|(r, _)| r));
         }
     }
     let mut out = plan.clone();

@@ -96,8 +96,8 @@ impl PieceMap {
             } else {
                 let mut g: BTreeMap<BTreeSet<RelId>, Vec<usize>> = BTreeMap::new();
                 for (i, rule) in stratum.rules.iter().enumerate() {
-                    let mut rs = BTreeSet::new();
-                    super::render::body_reads(&rule.body, &mut rs);
+                    let rs: BTreeSet<RelId> =
+                        rule.body.reads().into_iter().map(|(r, _)| r).collect();
                     g.entry(rs).or_default().push(i);
                 }
                 g

@@ -114,7 +114,7 @@ impl Routes {
         for (p, s) in plan.strata.iter().enumerate() {
             let mut rs = BTreeSet::new();
             for rule in &s.rules {
-                body_reads(&rule.body, &mut rs);
+                rs.extend(rule.body.reads().into_iter().map(|(r, _)| r));
             }
             rs.retain(|r| owner[*r] != Some(p));
             for &r in &s.relations {
@@ -165,22 +165,6 @@ pub fn counted_relations(plan: &Plan) -> Vec<bool> {
         }
     }
     counted
-}
-
-/// Every relation a body reads (scans, joins, negations, aggregates' bodies).
-pub(super) fn body_reads(body: &Body, out: &mut BTreeSet<RelId>) {
-    if let Source::Scan(scan) = &body.source {
-        out.insert(scan.rel);
-    }
-    for step in &body.steps {
-        match step {
-            Step::Join { rel, .. } | Step::AntiJoin { rel, .. } => {
-                out.insert(*rel);
-            }
-            Step::Aggregate { inner, .. } => body_reads(inner, out),
-            Step::Filter(_) | Step::Bind(_) => {}
-        }
-    }
 }
 
 /// One stratum's dataflow on this worker (see module docs).

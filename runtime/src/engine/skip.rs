@@ -289,9 +289,7 @@ fn body_occurrences(body: &Body, occs: &mut Occs, always: &mut FxHashSet<RelId>)
             }
             Step::Bind(_) => origin.push(None),
             Step::Aggregate { inner, .. } => {
-                let mut inner_reads = std::collections::BTreeSet::new();
-                super::render::body_reads(inner, &mut inner_reads);
-                always.extend(inner_reads);
+                always.extend(inner.reads().into_iter().map(|(r, _)| r));
                 origin.push(None);
             }
             Step::Filter(_) => {}

@@ -10,7 +10,6 @@
 //! evidence for a human; they are not a proof of derivation (`netc repl`'s
 //! `:explain` gives that).
 
-use netc_compiler::lower::verify::reads;
 use netc_compiler::plan::{Plan, RelId};
 use netc_compiler::source::{SourceMap, Span};
 use netc_compiler::value::{Row, Value};
@@ -69,7 +68,7 @@ fn base_dependencies(plan: &Plan, rel: RelId) -> BTreeSet<RelId> {
             .flat_map(|s| &s.rules)
             .filter(|rule| rule.head == r)
         {
-            for (d, _) in reads(&rule.body) {
+            for (d, _) in rule.body.reads() {
                 if seen.insert(d) {
                     stack.push(d);
                 }

@@ -6,7 +6,7 @@
 //! to it: every rule deriving it reads (scans, joins, negates, aggregates)
 //! only settled relations. Computed from the plan's rule bodies alone.
 
-use netc_compiler::plan::{Body, Plan, RelId, Source, Step};
+use netc_compiler::plan::{Plan, RelId};
 
 /// Per relation: true when no change of the relations `changed` can reach
 /// it through the plan's rules.
@@ -15,9 +15,7 @@ pub fn settled(plan: &Plan, changed: &[RelId]) -> Vec<bool> {
     // Readers of each relation: the heads of the rules whose body reads it.
     let mut readers: Vec<Vec<RelId>> = vec![Vec::new(); n];
     for rule in plan.strata.iter().flat_map(|s| &s.rules) {
-        let mut read = Vec::new();
-        reads(&rule.body, &mut read);
-        for r in read {
+        for (r, _) in rule.body.reads() {
             readers[r].push(rule.head);
         }
     }
@@ -30,20 +28,6 @@ pub fn settled(plan: &Plan, changed: &[RelId]) -> Vec<bool> {
         todo.extend(readers[r].iter().copied());
     }
     reached.into_iter().map(|r| !r).collect()
-}
-
-/// Every relation a body reads, aggregates' inner bodies included.
-fn reads(body: &Body, out: &mut Vec<RelId>) {
-    if let Source::Scan(s) = &body.source {
-        out.push(s.rel);
-    }
-    for step in &body.steps {
-        match step {
-            Step::Join { rel, .. } | Step::AntiJoin { rel, .. } => out.push(*rel),
-            Step::Aggregate { inner, .. } => reads(inner, out),
-            Step::Filter(_) | Step::Bind(_) => {}
-        }
-    }
 }
 
 #[cfg(test)]
