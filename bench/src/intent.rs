@@ -99,6 +99,21 @@ struct Rels {
     vip_placement: Option<RelId>,
 }
 
+impl Rels {
+    fn new(plan: &Plan) -> Result<Rels, String> {
+        Ok(Rels {
+            vm: rel(plan, "vm")?,
+            vm_port: rel(plan, "vm_port")?,
+            dip_pool: rel(plan, "dip_pool")?,
+            dip_health: rel(plan, "dip_health")?,
+            acl: rel(plan, "acl")?,
+            vip: rel(plan, "vip")?,
+            host: rel(plan, "host")?,
+            vip_placement: plan.relation_id("vip_placement"),
+        })
+    }
+}
+
 fn rel(plan: &Plan, name: &str) -> Result<RelId, String> {
     plan.relation_id(name)
         .ok_or_else(|| format!("the rules have no relation `{name}`"))
@@ -149,16 +164,7 @@ pub fn run(a: &IntentArgs) -> Result<Json, String> {
     let flows = ovs_flow.map_or(0, |r| engine.len(r));
     let vms = plan.relation_id("vm").map_or(0, |r| engine.len(r));
 
-    let rels = Rels {
-        vm: rel(&plan, "vm")?,
-        vm_port: rel(&plan, "vm_port")?,
-        dip_pool: rel(&plan, "dip_pool")?,
-        dip_health: rel(&plan, "dip_health")?,
-        acl: rel(&plan, "acl")?,
-        vip: rel(&plan, "vip")?,
-        host: rel(&plan, "host")?,
-        vip_placement: plan.relation_id("vip_placement"),
-    };
+    let rels = Rels::new(&plan)?;
     let mut placement = placement;
     let mut kinds = serde_json::Map::new();
     let mut scratch_steps: Vec<(String, Step)> = Vec::new();
@@ -609,5 +615,44 @@ fn make_steps(kind: &str, e: &Engine, r: &Rels, n: usize) -> Vec<Step> {
                 .collect()
         }
         _ => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The quickstart's web1 and web2 are the DIPs of its one VIP; its other
+    /// VMs are in no pool: add_vm and move_vm steps say which is which.
+    #[test]
+    fn vm_steps_know_which_vms_are_in_a_dip_pool() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../examples/quickstart/intent.ndl");
+        let c = intent::load(std::slice::from_ref(&path), None).expect("the quickstart loads");
+        let plan = Arc::new(c.plan.expect("a plan"));
+        let (engine, _) = evaluate(plan.clone(), 1).expect("it evaluates");
+        let rels = Rels::new(&plan).expect("the bench's relations");
+        for kind in ["add_vm", "move_vm"] {
+            let steps = make_steps(kind, &engine, &rels, 100);
+            assert!(steps.len() >= 3, "{kind}: {} steps", steps.len());
+            let mut members = Vec::new();
+            for s in &steps {
+                let (_, vm, _) = s
+                    .timed
+                    .iter()
+                    .chain(&s.setup)
+                    .find(|(r, _, _)| *r == rels.vm)
+                    .expect("a vm row");
+                let name = match vm[1] {
+                    Value::Symbol(n) => n.as_str().to_string(),
+                    _ => panic!("vm name"),
+                };
+                let expect = name == "web1" || name == "web2";
+                assert_eq!(s.dip_member, Some(expect), "{kind} {name}");
+                members.push(name);
+            }
+            assert!(members.iter().any(|n| n == "web1"), "{kind}: {members:?}");
+            assert!(members.iter().any(|n| n == "app1"), "{kind}: {members:?}");
+        }
     }
 }
