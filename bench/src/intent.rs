@@ -12,8 +12,12 @@
 //!   DIP — each timed from the `Engine::commit` call to the rendered
 //!   per-device deltas: the changed rows of every located output relation,
 //!   grouped by device and rendered by every target that consumes them
-//!   (inserted and deleted rows separately). Adding a VIP also runs the
-//!   placement's incremental update and commits its delta. Every measured
+//!   (inserted and deleted rows separately). Every change whose commit
+//!   moves the VIP placement's inputs (adding a VIP, and any change of a
+//!   DIP VM's need or ToR) is followed by the placement's incremental
+//!   update and the commit of its delta (`placement::follow`: only the VIPs
+//!   touched), inside the timed part; untimed commits follow it too, so
+//!   the placement is always current. Every measured
 //!   change is undone (untimed) before the next, so all samples start from
 //!   the same state, and the engine's output sizes are checked to be back
 //!   to the from-scratch sizes at the end;
@@ -22,12 +26,11 @@
 //!   (the warm engine is dropped first, so the two never coexist).
 
 use crate::measure;
-use crate::vip_cycle;
 use netc_compiler::plan::{Plan, RelId};
 use netc_compiler::value::{Row, Sym, Value};
 use netc_runtime::engine::{Changes, Diff, Engine, Transaction};
 use netc_runtime::intent;
-use netc_runtime::placement::Placement;
+use netc_runtime::placement::{follow, Follower, Placement};
 use netc_targets::DeviceRows;
 use serde_json::{json, Value as Json};
 use std::collections::{BTreeMap, BTreeSet};
@@ -80,8 +83,6 @@ struct Step {
     setup: Vec<(RelId, Row, Diff)>,
     timed: Vec<(RelId, Row, Diff)>,
     undo: Vec<(RelId, Row, Diff)>,
-    /// For `add_vip`: the endpoint the placement must remove/re-add.
-    vip: Option<std::net::Ipv4Addr>,
     /// For `add_vm`/`move_vm`: whether the VM is in a DIP pool, so the
     /// change also moves the load balancers' vectors (the kind's latencies
     /// are two populations; the JSON reports each).
@@ -96,7 +97,6 @@ struct Rels {
     acl: RelId,
     vip: RelId,
     host: RelId,
-    vip_placement: Option<RelId>,
 }
 
 impl Rels {
@@ -109,7 +109,6 @@ impl Rels {
             acl: rel(plan, "acl")?,
             vip: rel(plan, "vip")?,
             host: rel(plan, "host")?,
-            vip_placement: plan.relation_id("vip_placement"),
         })
     }
 }
@@ -165,7 +164,10 @@ pub fn run(a: &IntentArgs) -> Result<Json, String> {
     let vms = plan.relation_id("vm").map_or(0, |r| engine.len(r));
 
     let rels = Rels::new(&plan)?;
-    let mut placement = placement;
+    // The placement and its follower (`placement::follow`), when the
+    // intent has VIPs to place.
+    let mut placed: Option<(Placement, Follower)> =
+        placement.and_then(|p| Some((p, Follower::new(&engine)?)));
     let mut kinds = serde_json::Map::new();
     let mut scratch_steps: Vec<(String, Step)> = Vec::new();
     let t_changes = Instant::now();
@@ -188,16 +190,7 @@ pub fn run(a: &IntentArgs) -> Result<Json, String> {
         // With the engine's trace on, mark which epoch is the timed change.
         let mark = std::env::var_os("NETC_ENGINE_TRACE").is_some();
         for s in &steps {
-            commit(&mut engine, &s.setup)?;
-            let mut removed = None;
-            if let (Some(ep), Some(p), Some(vp)) = (s.vip, placement.as_mut(), rels.vip_placement) {
-                if let Some((r, d)) = vip_cycle::remove(p, ep) {
-                    engine
-                        .commit(d.transaction(vp))
-                        .map_err(|e| e.to_string())?;
-                    removed = Some(r);
-                }
-            }
+            commit_placed(&mut engine, &mut placed, &s.setup)?;
             if mark {
                 eprintln!("netc-trace timed {kind}");
             }
@@ -205,17 +198,15 @@ pub fn run(a: &IntentArgs) -> Result<Json, String> {
             let t = Instant::now();
             let mut ch = commit(&mut engine, &s.timed)?;
             clock.lap(&mut phases.commit);
-            if let (Some(r), Some(p), Some(vp)) = (removed, placement.as_mut(), rels.vip_placement)
-            {
-                let d = vip_cycle::re_add(p, r);
-                clock.lap(&mut phases.placement);
-                let more = engine
-                    .commit(d.transaction(vp))
-                    .map_err(|e| e.to_string())?;
+            if let Some((p, f)) = placed.as_mut() {
+                // The placement follows every change of its inputs (a VIP
+                // added, a DIP VM's need or ToR moved), as a warm
+                // controller must before the change's deltas are final.
+                let more = follow::settle(&mut engine, p, f, &ch).map_err(|e| e.to_string())?;
                 for (r, v) in more.by_rel {
                     ch.by_rel.entry(r).or_default().extend(v);
                 }
-                clock.lap(&mut phases.placement_commit);
+                clock.lap(&mut phases.placement);
             }
             let flow_ms = engine.stats().last.dataflow.as_secs_f64() * 1e3;
             let recs = engine.stats().last.records as f64;
@@ -236,7 +227,7 @@ pub fn run(a: &IntentArgs) -> Result<Json, String> {
             rows_changed.push(outputs.iter().map(|&r| ch.get(r).len()).sum::<usize>() as f64);
             devices.push(n_dev as f64);
             bytes += n_bytes;
-            commit(&mut engine, &s.undo)?;
+            commit_placed(&mut engine, &mut placed, &s.undo)?;
         }
         let mut sorted = lat.clone();
         sorted.sort_by(f64::total_cmp);
@@ -258,7 +249,8 @@ pub fn run(a: &IntentArgs) -> Result<Json, String> {
                 // CPU time of all threads over the timed part (load-independent).
                 "cpu_ms": ms_summary(&cpu_ms),
                 // The same CPU time by phase: the change's commit, the
-                // placement's update and its commit (add_vip), rendering.
+                // placement following it (update and the delta's commit:
+                // `placement::follow::settle`), rendering.
                 "cpu_ms_by_phase": phases.summary(),
                 "last_commit_records": ms_summary(&records),
                 "samples_ms": lat,
@@ -291,7 +283,7 @@ pub fn run(a: &IntentArgs) -> Result<Json, String> {
         .collect();
     let rss_end_warm = measure::peak_rss_mib();
     drop(engine);
-    drop(placement);
+    drop(placed);
 
     let mut scratch = Vec::new();
     for (kind, s) in scratch_steps.iter().take(a.scratch_samples) {
@@ -338,7 +330,6 @@ pub fn run(a: &IntentArgs) -> Result<Json, String> {
 struct Phases {
     commit: Vec<f64>,
     placement: Vec<f64>,
-    placement_commit: Vec<f64>,
     render: Vec<f64>,
 }
 
@@ -348,7 +339,6 @@ impl Phases {
         for (name, v) in [
             ("commit", &self.commit),
             ("placement", &self.placement),
-            ("placement_commit", &self.placement_commit),
             ("render", &self.render),
         ] {
             if !v.is_empty() {
@@ -412,6 +402,21 @@ fn ms_summary(samples: &[f64]) -> Json {
         "max": s.last().copied().unwrap_or(f64::NAN),
         "mean": mean,
     })
+}
+
+/// A commit outside the timed part, with the placement kept current.
+fn commit_placed(
+    engine: &mut Engine,
+    placed: &mut Option<(Placement, Follower)>,
+    changes: &[(RelId, Row, Diff)],
+) -> Result<Changes, String> {
+    let tx = Transaction {
+        changes: changes.to_vec(),
+    };
+    match placed.as_mut() {
+        Some((p, f)) => follow::commit_and_follow(engine, p, f, tx).map_err(|e| e.to_string()),
+        None => engine.commit(tx).map_err(|e| e.to_string()),
+    }
 }
 
 fn commit(engine: &mut Engine, changes: &[(RelId, Row, Diff)]) -> Result<Changes, String> {
@@ -496,7 +501,6 @@ fn make_steps(kind: &str, e: &Engine, r: &Rels, n: usize) -> Vec<Step> {
         setup,
         timed,
         undo,
-        vip: None,
         dip_member: None,
     };
     // dip_pool(vip, proto, port, tenant, vm, tport, weight): the pools' VMs
@@ -593,7 +597,6 @@ fn make_steps(kind: &str, e: &Engine, r: &Rels, n: usize) -> Vec<Step> {
                         setup: rows.iter().map(|(rr, x)| (*rr, x.clone(), D)).collect(),
                         timed: rows.into_iter().map(|(rr, x)| (rr, x, I)).collect(),
                         undo: vec![],
-                        vip: Some(std::net::Ipv4Addr::from(ip)),
                         dip_member: None,
                     })
                 })

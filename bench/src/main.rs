@@ -23,7 +23,6 @@
 mod drive;
 mod intent;
 mod measure;
-mod vip_cycle;
 mod workload;
 
 use std::path::PathBuf;

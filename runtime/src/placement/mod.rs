@@ -18,6 +18,8 @@
 //!   utilisation, stop at the first endpoint that fits nowhere, sticky δ);
 //! - `incremental.rs`: [`Placement`], computed once and then updated per VIP
 //!   change ([`Placement::update`] returns the minimal [`Delta`]);
+//! - `follow.rs`: [`Follower`], which turns each commit's changes of the
+//!   model's relations into those VIP changes (or asks for a re-read);
 //! - `blocks.rs`: the steps in blocks of consecutive keys with checkpoints,
 //!   so that an update walks only the blocks a change can alter (a bound
 //!   proves the others kept);
@@ -37,6 +39,7 @@
 //! anything but `vip_placement`.
 
 mod blocks;
+pub mod follow;
 pub mod greedy;
 pub mod incremental;
 pub mod model;
@@ -46,6 +49,7 @@ pub mod routes;
 #[cfg(test)]
 mod tests;
 
+pub use follow::{Follow, Follower};
 pub use incremental::{Delta, Placement, UpdateStats, VipChange};
 pub use model::{Endpoint, EndpointSpec, Fabric, Inputs, Model, Params, VipSpec};
 
@@ -64,6 +68,12 @@ pub enum PlacementError {
         value: String,
         expected: String,
     },
+    /// The rules make the placement's inputs depend on `vip_placement`, and
+    /// re-placing did not settle (`follow::commit_and_follow`).
+    #[error(
+        "the VIP placement did not settle after {rounds} rounds: the rules make its inputs depend on vip_placement"
+    )]
+    NoFixpoint { rounds: usize },
     #[error(transparent)]
     Engine(#[from] EngineError),
 }
@@ -85,6 +95,7 @@ impl From<PlacementError> for EngineError {
                 expected,
                 value,
             },
+            PlacementError::NoFixpoint { .. } => EngineError::Internal(e.to_string()),
             PlacementError::Engine(e) => e,
         }
     }

@@ -15,8 +15,8 @@
 
 use super::PlacementError;
 use crate::engine::Engine;
-use netc_compiler::value::{Sym, Value};
-use std::collections::BTreeMap;
+use netc_compiler::value::{Row, Sym, Value};
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;
 
 /// An endpoint: a VIP or a TIP address.
@@ -107,6 +107,76 @@ pub const READS: [&str; 8] = [
     "placement_params",
 ];
 
+/// The rows of the per-endpoint relations, by endpoint (their column 0),
+/// and the TIPs: what a [`VipSpec`] is assembled from ([`ByEndpoint::vip_spec`]),
+/// for every VIP by [`read`], for the VIPs a commit touched by
+/// `follow.rs`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(super) struct ByEndpoint {
+    /// `placement_need` rows.
+    pub need: BTreeMap<Endpoint, BTreeSet<Row>>,
+    /// `placement_member_tor` rows.
+    pub members: BTreeMap<Endpoint, BTreeSet<Row>>,
+    /// `placement_traffic` rows, by VIP.
+    pub traffic: BTreeMap<Endpoint, BTreeSet<Row>>,
+    /// `placement_tip`: TIP -> its VIP, and VIP -> its TIPs.
+    pub tip_of: BTreeMap<Endpoint, Endpoint>,
+    pub tips: BTreeMap<Endpoint, BTreeSet<Endpoint>>,
+}
+
+impl ByEndpoint {
+    /// An endpoint's need (its greatest `placement_need` row: one per
+    /// endpoint from the standard rules) and member ToRs; `None` without a
+    /// need row.
+    fn endpoint_spec(&self, ep: Endpoint) -> Option<EndpointSpec> {
+        let need = self.need.get(&ep)?.last()?;
+        let members = self
+            .members
+            .get(&ep)
+            .into_iter()
+            .flatten()
+            .map(|row| (sym(&row[1]), num(&row[2])))
+            .collect();
+        Some(EndpointSpec {
+            need: [num(&need[1]), num(&need[2]), num(&need[3])],
+            members,
+        })
+    }
+
+    /// The spec of VIP `v`: `None` when `v` has no need row or is a TIP.
+    pub fn vip_spec(&self, v: Endpoint) -> Option<VipSpec> {
+        if self.tip_of.contains_key(&v) {
+            return None;
+        }
+        let endpoint = self.endpoint_spec(v)?;
+        let tips = self
+            .tips
+            .get(&v)
+            .into_iter()
+            .flatten()
+            .filter_map(|t| Some((*t, self.endpoint_spec(*t)?)))
+            .collect();
+        let mut traffic = BTreeMap::new();
+        for row in self.traffic.get(&v).into_iter().flatten() {
+            *traffic.entry(sym(&row[1])).or_insert(0) += num(&row[2]);
+        }
+        Some(VipSpec {
+            endpoint,
+            traffic,
+            tips,
+        })
+    }
+}
+
+/// Rows grouped by their column 0 (an endpoint).
+fn by_endpoint(rows: Vec<Row>) -> BTreeMap<Endpoint, BTreeSet<Row>> {
+    let mut m: BTreeMap<Endpoint, BTreeSet<Row>> = BTreeMap::new();
+    for row in rows {
+        m.entry(addr(&row[0])).or_default().insert(row);
+    }
+    m
+}
+
 /// Reads the model from the engine's current contents. `Ok(None)` when the
 /// program lacks one of the relations (rules without lb_duet.ndl) or when
 /// `placement_params` is out of range (`error_placement_params` reports it).
@@ -175,20 +245,10 @@ pub fn read(engine: &Engine) -> Result<Option<Inputs>, PlacementError> {
             .or_insert(0) += num(&row[2]);
     }
 
-    let mut endpoints: BTreeMap<Endpoint, EndpointSpec> = BTreeMap::new();
-    for row in &need {
-        endpoints.entry(addr(&row[0])).or_default().need =
-            [num(&row[1]), num(&row[2]), num(&row[3])];
-    }
-    for row in &member_tor {
-        if let Some(e) = endpoints.get_mut(&addr(&row[0])) {
-            e.members.insert(sym(&row[1]), num(&row[2]));
-        }
-    }
-    let mut tip_of: BTreeMap<Endpoint, Endpoint> = BTreeMap::new();
+    let mut index = ByEndpoint::default();
     for row in &tip {
         let (t, v) = (addr(&row[0]), addr(&row[1]));
-        if let Some(other) = tip_of.insert(t, v) {
+        if let Some(other) = index.tip_of.insert(t, v) {
             return Err(bad(
                 "placement_tip",
                 "vip",
@@ -196,23 +256,7 @@ pub fn read(engine: &Engine) -> Result<Option<Inputs>, PlacementError> {
                 format!("one VIP per TIP ({t} is also a TIP of {other}); check duet_tip_range"),
             ));
         }
-    }
-    let mut vips: BTreeMap<Endpoint, VipSpec> = BTreeMap::new();
-    for (ep, spec) in &endpoints {
-        if !tip_of.contains_key(ep) {
-            vips.insert(
-                *ep,
-                VipSpec {
-                    endpoint: spec.clone(),
-                    ..Default::default()
-                },
-            );
-        }
-    }
-    for (t, v) in &tip_of {
-        if let (Some(spec), Some(vip)) = (endpoints.get(t), vips.get_mut(v)) {
-            vip.tips.insert(*t, spec.clone());
-        }
+        index.tips.entry(v).or_default().insert(t);
     }
     for row in &traffic {
         let mbps = num(&row[2]);
@@ -227,10 +271,15 @@ pub fn read(engine: &Engine) -> Result<Option<Inputs>, PlacementError> {
                 ),
             ));
         }
-        if let Some(vip) = vips.get_mut(&addr(&row[0])) {
-            *vip.traffic.entry(sym(&row[1])).or_insert(0) += mbps;
-        }
     }
+    index.need = by_endpoint(need);
+    index.members = by_endpoint(member_tor);
+    index.traffic = by_endpoint(traffic);
+    let vips: BTreeMap<Endpoint, VipSpec> = index
+        .need
+        .keys()
+        .filter_map(|ep| Some((*ep, index.vip_spec(*ep)?)))
+        .collect();
 
     let mut prev: BTreeMap<Endpoint, Sym> = BTreeMap::new();
     for row in &previous {
@@ -279,7 +328,7 @@ fn sym(v: &Value) -> Sym {
     }
 }
 
-fn addr(v: &Value) -> Endpoint {
+pub(super) fn addr(v: &Value) -> Endpoint {
     match v {
         Value::Ipv4(a) => Ipv4Addr::from(*a),
         _ => Ipv4Addr::UNSPECIFIED,
