@@ -703,7 +703,11 @@ impl Verifier {
                 nf_.map(Vec::as_slice).unwrap_or(&[]),
                 ng.map(Vec::as_slice).unwrap_or(&[]),
                 moved.as_deref(),
-                |t, key| bc.untouched(t, key),
+                {
+                    // the cache keeps it until its lookups are next read
+                    let bc = bc.clone();
+                    move |t, key| bc.untouched(t, key)
+                },
             )?;
             up.bridges_rebuilt += 1;
             if let (Some(m), Some(i)) = (moved, self.net.index_of(name)) {
@@ -1322,7 +1326,7 @@ impl BridgeChange {
 
 /// How one bridge changed: flows added or removed (with their matches),
 /// tables whose flows changed order (wholly changed), groups changed.
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct BridgeChange {
     /// Per table, the matches of the flows added or removed.
     flows: BTreeMap<u8, Vec<Vec<Constraint>>>,

@@ -175,7 +175,7 @@ impl Network {
         flows: &[crate::artifacts::FlowText],
         groups: &[crate::artifacts::GroupText],
         renumber: Option<&[Option<u32>]>,
-        keep: impl Fn(u8, &[(Field, Val)]) -> bool,
+        keep: impl Fn(u8, &[(Field, Val)]) -> bool + 'static,
     ) -> Result<(), ModelError> {
         let Some(&i) = self.by_name.get(name) else {
             return Err(ModelError::Row {
@@ -500,7 +500,9 @@ impl Network {
 /// live flow that does not pin `tun_id` exactly lets in any.
 pub fn tunnel_accept(b: &Bridge) -> TunnelAccept {
     let mut ids = BTreeSet::new();
-    for f in b.flows.iter().filter(|f| f.text.table == 0) {
+    // table 0's flows only (a set, so their order does not matter): not a
+    // pass over every flow of a rebuilt Hoverboard
+    for f in b.table_flows(0) {
         let pinned = |field: Field| f.matches.iter().find(|c| c.field == field);
         if pinned(Field::InPort).is_some_and(|c| (c.value & c.mask) != (1 & c.mask)) {
             continue;
