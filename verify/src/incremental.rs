@@ -332,7 +332,7 @@ struct Renumber {
     flows: Vec<(u32, Vec<Option<u32>>)>,
     /// The names of the bridges in `flows`.
     bridges: BTreeSet<String>,
-    lb: Option<Vec<Option<u32>>>,
+    lb: Option<crate::lb::RowRenumber>,
 }
 
 /// Brings a kept result's paths up to date through `log` (the
@@ -416,9 +416,7 @@ impl Renumber {
                 _ => h,
             },
             Hop::Lb { row } => match &self.lb {
-                Some(m) => Hop::Lb {
-                    row: (*m.get(row as usize)?)?,
-                },
+                Some(m) => Hop::Lb { row: m.get(row)? },
                 None => h,
             },
             other => other,

@@ -398,7 +398,9 @@ impl Network {
         if let Some(&row) = self.lb.blackhole.get(&(inst.to_string(), addr)) {
             if keep_drops {
                 let mut p = path.to_vec();
-                p.push(Hop::Lb { row });
+                p.push(Hop::Lb {
+                    row: self.lb.id(row),
+                });
                 out.push(ended(
                     o.pkt.clone(),
                     p,
@@ -431,7 +433,9 @@ impl Network {
             }
             for idx in 0..n {
                 let mut p = path.to_vec();
-                p.push(Hop::Lb { row });
+                p.push(Hop::Lb {
+                    row: self.lb.id(row),
+                });
                 let pkt = Pkt {
                     set: set.clone(),
                     over: o.pkt.over.clone(),
@@ -452,7 +456,9 @@ impl Network {
                     }
                     continue;
                 };
-                p.push(Hop::Lb { row: mrow });
+                p.push(Hop::Lb {
+                    row: self.lb.id(mrow),
+                });
                 if mvni == 0 {
                     out.push(ended(
                         pkt,
@@ -477,7 +483,9 @@ impl Network {
                         }
                     }
                     Some(&(underlay, dmac, trow)) => {
-                        p.push(Hop::Lb { row: trow });
+                        p.push(Hop::Lb {
+                            row: self.lb.id(trow),
+                        });
                         let mut pkt = pkt;
                         pkt.over.insert(Field::DlDst, Val::Const(u128::from(dmac)));
                         out.push(ended(
