@@ -116,6 +116,11 @@ pub struct Lb {
     /// address → instances holding it (the HMux switches announcing it if
     /// one of them holds it, else the software Muxes with a VIP entry), sorted.
     holders: BTreeMap<u32, Vec<String>>,
+    /// (instance, mvni, member) → the VIPs with a member entry naming it
+    /// there, each with how many: the VIPs a changed tunnel reaches
+    /// (scanning the instance's member entries per changed tunnel was the
+    /// rest of the model's update at 100k VMs).
+    vips_of_member: BTreeMap<(String, u64, u32), BTreeMap<u32, u32>>,
     /// Two rows of a relation share a key (the model keeps the last).
     duplicate: bool,
 }
@@ -330,7 +335,13 @@ impl Lb {
                 es.insert(at, (proto, port, n, id));
             }
             Entry::Member(key, (mvni, member)) => {
-                self.duplicate |= self.member.insert(key, (mvni, member, id)).is_some();
+                let (inst, vip) = (key.0.clone(), key.1);
+                if let Some((mv, m, _)) = self.member.insert(key, (mvni, member, id)) {
+                    self.duplicate = true;
+                    self.unindex_member(&inst, vip, mv, m);
+                }
+                let n = self.vips_of_member.entry((inst, mvni, member)).or_default();
+                *n.entry(vip).or_default() += 1;
             }
             Entry::Tunnel(key, (underlay, dmac)) => {
                 self.duplicate |= self.tunnel.insert(key, (underlay, dmac, id)).is_some();
@@ -367,7 +378,9 @@ impl Lb {
                 }
             }
             Entry::Member(key, _) => {
-                self.member.remove(key);
+                if let Some((mv, m, _)) = self.member.remove(key) {
+                    self.unindex_member(&key.0, key.1, mv, m);
+                }
             }
             Entry::Tunnel(key, _) => {
                 self.tunnel.remove(key);
@@ -376,6 +389,23 @@ impl Lb {
                 self.blackhole.remove(key);
             }
             Entry::Inert(_) => {}
+        }
+    }
+
+    /// One member entry of `vip` at `inst` naming (mvni, member) fewer.
+    fn unindex_member(&mut self, inst: &str, vip: u32, mvni: u64, member: u32) {
+        let key = (inst.to_string(), mvni, member);
+        let Some(n) = self.vips_of_member.get_mut(&key) else {
+            return;
+        };
+        if let Some(c) = n.get_mut(&vip) {
+            *c -= 1;
+            if *c == 0 {
+                n.remove(&vip);
+            }
+        }
+        if n.is_empty() {
+            self.vips_of_member.remove(&key);
         }
     }
 
@@ -515,13 +545,14 @@ impl Lb {
             return self.rebuild(old, new);
         }
         // a member's tunnel changed: every VIP at that instance with the member
-        for (inst, mvni, member) in &tunnels {
-            let from = (inst.clone(), 0, 0, 0, 0);
-            let to = (inst.clone(), u32::MAX, u8::MAX, u16::MAX, u64::MAX);
-            for (key, (mv, m, _)) in self.member.range(from..=to) {
-                if mv == mvni && m == member {
-                    ch.instances.insert((inst.clone(), Some(key.1)));
-                }
+        for t in &tunnels {
+            for vip in self
+                .vips_of_member
+                .get(t)
+                .into_iter()
+                .flat_map(|n| n.keys())
+            {
+                ch.instances.insert((t.0.clone(), Some(*vip)));
             }
         }
         if moves.dirty("p4_announce") {
@@ -844,6 +875,17 @@ mod tests {
         prop_assert_eq!(a.base, b.base);
         prop_assert_eq!(resolved(a), resolved(b));
         prop_assert_eq!(&a.holders, &b.holders);
+        prop_assert_eq!(&a.vips_of_member, &b.vips_of_member);
+        // the index is the member entries read backwards
+        let mut scan: BTreeMap<(String, u64, u32), BTreeMap<u32, u32>> = BTreeMap::new();
+        for (k, (mv, m, _)) in &a.member {
+            *scan
+                .entry((k.0.clone(), *mv, *m))
+                .or_default()
+                .entry(k.1)
+                .or_default() += 1;
+        }
+        prop_assert_eq!(&a.vips_of_member, &scan);
         // each position's handle is at that position
         for k in 0..7 {
             for (j, &h) in a.handles[k].iter().enumerate() {
