@@ -450,51 +450,68 @@ fn run() -> Result<(), String> {
     let mut fulls = 0usize;
     let (compare, check_each) = (a.compare, a.check_each);
     let mut checked_updates = 0usize;
-    let mut step = |v: &mut Verifier, kind: &'static str, a: Artifacts, p: Policy, d: &Dirty| {
-        let full = check_each.then(|| (a.clone(), p.clone()));
-        let cpu0 = thread_cpu_ms();
-        let up = if compare {
-            v.update(a, p)
-        } else {
-            v.update_dirty(a, p, d)
-        }
-        .map_err(|e| e.to_string())?;
-        let cpu = thread_cpu_ms() - cpu0;
-        if let Some((a, p)) = full {
-            let fresh = Verifier::new(a, p, 3).map_err(|e| e.to_string())?;
-            same_reports(
-                &v.report(&netc_verify::NoProvenance, None),
-                &fresh.report(&netc_verify::NoProvenance, None),
-            )
-            .map_err(|e| {
-                format!(
-                    "update {} ({kind}): incremental != full: {e}",
-                    checked_updates + 1
+    // every update in order: which steps a change took is bimodal (a VM
+    // that is a load-balancer backend moves Mux rows and bridges others do
+    // not), so a step's p50 and mean alone do not say which changes paid it
+    let mut updates: Vec<serde_json::Value> = Vec::new();
+    let mut step =
+        |v: &mut Verifier, kind: &'static str, a: Artifacts, p: Policy, d: &Dirty, vm: &str| {
+            let full = check_each.then(|| (a.clone(), p.clone()));
+            let cpu0 = thread_cpu_ms();
+            let up = if compare {
+                v.update(a, p)
+            } else {
+                v.update_dirty(a, p, d)
+            }
+            .map_err(|e| e.to_string())?;
+            let cpu = thread_cpu_ms() - cpu0;
+            if let Some((a, p)) = full {
+                let fresh = Verifier::new(a, p, 3).map_err(|e| e.to_string())?;
+                same_reports(
+                    &v.report(&netc_verify::NoProvenance, None),
+                    &fresh.report(&netc_verify::NoProvenance, None),
                 )
-            })?;
-            checked_updates += 1;
-        }
-        let k = kinds.entry(kind).or_default();
-        k.ms.push(up.millis);
-        k.rechecked.push(up.rechecked as f64);
-        k.retraced.push(up.retraced as f64);
-        k.visited.push(up.visited as f64);
-        k.dirty_devices.push(d.devices.len() as f64);
-        k.cpu_ms.push(cpu);
-        k.phases
-            .push([up.diff_millis, up.paths_millis, up.tables_millis]);
-        for (w, n) in &up.met {
-            *k.met.entry(w).or_default() += n;
-        }
-        k.steps.push(up.steps.clone());
-        fulls += usize::from(up.full);
-        Ok::<f64, String>(up.millis)
-    };
+                .map_err(|e| {
+                    format!(
+                        "update {} ({kind}): incremental != full: {e}",
+                        checked_updates + 1
+                    )
+                })?;
+                checked_updates += 1;
+            }
+            let k = kinds.entry(kind).or_default();
+            k.ms.push(up.millis);
+            k.rechecked.push(up.rechecked as f64);
+            k.retraced.push(up.retraced as f64);
+            k.visited.push(up.visited as f64);
+            k.dirty_devices.push(d.devices.len() as f64);
+            k.cpu_ms.push(cpu);
+            k.phases
+                .push([up.diff_millis, up.paths_millis, up.tables_millis]);
+            for (w, n) in &up.met {
+                *k.met.entry(w).or_default() += n;
+            }
+            k.steps.push(up.steps.clone());
+            fulls += usize::from(up.full);
+            updates.push(serde_json::json!({
+                "kind": kind,
+                "vm": vm,
+                "ms": up.millis,
+                "cpu_ms": cpu,
+                "dirty_devices": d.devices.len(),
+                "dirty_relations": d.relations.len(),
+                "bridges_rebuilt": up.bridges_rebuilt,
+                "retraced": up.retraced,
+                "steps": up.steps,
+            }));
+            Ok::<f64, String>(up.millis)
+        };
     for i in 0..a.changes.div_ceil(2) {
         // every iteration starts and ends at the first generation
         let vm = v.policy().vms[(next() % vms.max(1) as u64) as usize].clone();
         let (na, np, dirty, removed) = without(v.artifacts(), v.policy(), &vm);
-        let ms = step(&mut v, "remove VM", na, np, &dirty)?;
+        let name = format!("{}/{}", vm.tenant, vm.name);
+        let ms = step(&mut v, "remove VM", na, np, &dirty, &name)?;
         let (back, policy) = with(v.artifacts(), v.policy(), &removed);
         if first.is_some_and(|f| f != fingerprint(&back, &policy)) {
             return Err(format!(
@@ -502,14 +519,14 @@ fn run() -> Result<(), String> {
                 vm.tenant, vm.name
             ));
         }
-        step(&mut v, "add VM", back, policy, &dirty)?;
+        step(&mut v, "add VM", back, policy, &dirty, &name)?;
         if a.acl {
             let none = Dirty::default();
             let (same, policy) = (v.artifacts().clone(), v.policy().clone());
             let acl = with_acl(&policy, &vm);
-            step(&mut v, "ACL rule (policy)", same, acl, &none)?;
+            step(&mut v, "ACL rule (policy)", same, acl, &none, &name)?;
             let same = v.artifacts().clone();
-            step(&mut v, "ACL rule (policy)", same, policy, &none)?;
+            step(&mut v, "ACL rule (policy)", same, policy, &none, &name)?;
         }
         if i % 10 == 0 {
             eprintln!(
@@ -555,6 +572,7 @@ fn run() -> Result<(), String> {
         "peak_rss_mb": peak_rss_mb(),
         // the VM results kept packed (`kept.rs`), after the last update
         "kept_mb": kept_mb(&v),
+        "updates": updates,
     });
     let text = serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?;
     println!("{text}");

@@ -13,6 +13,7 @@
 //! over-approximated: an unknown field may match any flow and masks none.
 
 use crate::artifacts::{FlowText, GroupText};
+use crate::lookup_cache::{CacheEdit, FlowAt, LookupCache};
 use crate::ofctl::{self, Action, Constraint, Nat, OfctlError};
 use crate::space::{Field, Space};
 use biodivine_lib_bdd::Bdd;
@@ -106,10 +107,17 @@ pub struct Group {
 }
 
 /// A flow that may match, with the part of the packet space it wins.
-struct Applicable {
+#[derive(Clone)]
+pub(crate) struct Applicable {
     flow: u32,
     m: Bdd,
     shadow: Bdd,
+}
+
+impl FlowAt for Applicable {
+    fn flow_mut(&mut self) -> &mut u32 {
+        &mut self.flow
+    }
 }
 
 pub struct Bridge {
@@ -119,7 +127,9 @@ pub struct Bridge {
     pub groups: BTreeMap<u32, Group>,
     tables: BTreeMap<u8, Vec<u32>>,
     keys: BTreeMap<u8, Vec<Field>>,
-    cache: RefCell<HashMap<TableKey, Rc<Vec<Applicable>>>>,
+    /// Table lookups by the values read, carried across rebuilds
+    /// (`lookup_cache.rs`).
+    cache: RefCell<LookupCache<Applicable>>,
     /// When set, what runs read is noted here ([`Bridge::record`]).
     reads: RefCell<Option<Reads>>,
 }
@@ -242,9 +252,6 @@ pub struct FlowError {
 }
 
 const MAX_RESUBMIT: usize = 64;
-
-/// A table and the values of the fields its flows match.
-type TableKey = (u8, Vec<Val>);
 
 /// Parsed flows by their (match, actions) text, for [`Bridge::rebuilt`].
 type Parsed<'a> = HashMap<(&'a str, &'a str), Vec<&'a Flow>>;
@@ -449,25 +456,33 @@ impl Bridge {
     /// A bridge of these parsed flows and groups: its tables (flows by
     /// priority) and the fields each table matches.
     fn assemble(name: &str, index: u32, fl: Vec<Flow>, gs: BTreeMap<u32, Group>) -> Bridge {
+        // one pass over the flows for both maps; a table matches a few
+        // fields, so a linear `contains` beats collecting every flow's
+        // fields and sorting them (a rebuilt Hoverboard's flows are tens of
+        // thousands per VM change)
         let mut tables: BTreeMap<u8, Vec<u32>> = BTreeMap::new();
+        let mut keys: BTreeMap<u8, Vec<Field>> = BTreeMap::new();
         for (i, f) in fl.iter().enumerate() {
             tables.entry(f.text.table).or_default().push(i as u32);
+            let k = keys.entry(f.text.table).or_default();
+            for c in &f.matches {
+                if !k.contains(&c.field) {
+                    k.push(c.field);
+                }
+            }
         }
+        keys.values_mut().for_each(|v| v.sort_unstable());
+        // by priority, then file order (the indices are in file order):
+        // sorted on the pairs, without reading a flow per comparison
         for v in tables.values_mut() {
-            v.sort_by_key(|&i| std::cmp::Reverse(fl[i as usize].text.priority));
+            let mut by: Vec<(std::cmp::Reverse<u16>, u32)> = v
+                .iter()
+                .map(|&i| (std::cmp::Reverse(fl[i as usize].text.priority), i))
+                .collect();
+            by.sort_unstable();
+            v.clear();
+            v.extend(by.into_iter().map(|(_, i)| i));
         }
-        let keys = tables
-            .iter()
-            .map(|(t, ids)| {
-                let mut v: Vec<Field> = ids
-                    .iter()
-                    .flat_map(|&i| fl[i as usize].matches.iter().map(|c| c.field))
-                    .collect();
-                v.sort();
-                v.dedup();
-                (*t, v)
-            })
-            .collect();
         Bridge {
             name: name.to_string(),
             index,
@@ -475,7 +490,7 @@ impl Bridge {
             groups: gs,
             tables,
             keys,
-            cache: RefCell::new(HashMap::new()),
+            cache: RefCell::new(LookupCache::default()),
             reads: RefCell::new(None),
         }
     }
@@ -485,68 +500,36 @@ impl Bridge {
     /// flow added or removed there can match the values (`flows` maps
     /// `old`'s flow indices to this bridge's; a flow it lacks drops the
     /// entry). Saves an update re-tracing through a rebuilt bridge from
-    /// recomputing every lookup.
+    /// recomputing every lookup. The lookups are not visited here: the
+    /// change is logged and each lookup thinned when next read
+    /// (`lookup_cache.rs`; a pass over a Hoverboard's whole cache per
+    /// rebuild was half of rebuilding it).
     pub fn carry_cache(
         &self,
         old: Bridge,
         flows: Option<&[Option<u32>]>,
-        keep: impl Fn(u8, &[(Field, Val)]) -> bool,
+        keep: impl Fn(u8, &[(Field, Val)]) -> bool + 'static,
     ) {
-        // the old map is kept and thinned in place: moving each lookup of a
-        // Hoverboard's cache into a fresh map (and a key vector per lookup)
-        // was most of rebuilding the bridge (perf of the M driver)
-        let mut cache = old.cache.into_inner();
-        let mut same_fields: BTreeMap<u8, bool> = BTreeMap::new();
-        let mut key: Vec<(Field, Val)> = Vec::new();
-        cache.retain(|(table, vals), app| {
-            let fields = self.keys.get(table);
-            let same = *same_fields
-                .entry(*table)
-                .or_insert_with(|| fields == old.keys.get(table));
-            if !same {
-                return false;
-            }
-            key.clear();
-            key.extend(
-                fields
-                    .into_iter()
-                    .flatten()
-                    .copied()
-                    .zip(vals.iter().copied()),
-            );
-            if !keep(*table, &key) {
-                return false;
-            }
-            let Some(m) = flows else { return true };
-            // renumbered in place: a lookup's BDDs are not copied (the
-            // cache holds the only reference between runs)
-            if Rc::get_mut(app).is_none() {
-                *app = Rc::new(
-                    app.iter()
-                        .map(|a| Applicable {
-                            flow: a.flow,
-                            m: a.m.clone(),
-                            shadow: a.shadow.clone(),
-                        })
-                        .collect(),
-                );
-            }
-            let Some(out) = Rc::get_mut(app) else {
-                return false;
-            };
-            for a in out.iter_mut() {
-                let Some(Some(flow)) = m.get(a.flow as usize).copied() else {
-                    return false;
-                };
-                a.flow = flow;
-            }
-            true
-        });
+        let mut refields: Vec<u8> = old
+            .keys
+            .keys()
+            .chain(self.keys.keys())
+            .filter(|t| old.keys.get(t) != self.keys.get(t))
+            .copied()
+            .collect();
+        refields.sort_unstable();
+        refields.dedup();
+        let edit = CacheEdit {
+            refields,
+            keep: Box::new(keep),
+            flows: flows.map(<[Option<u32>]>::to_vec),
+        };
+        let cache = old.cache.into_inner().carried(edit, |t| self.keys.get(&t));
         let mut mine = self.cache.borrow_mut();
-        if mine.is_empty() {
+        // a bridge looked up before taking the cache over keeps its own
+        // (dropping lookups is always sound; never the case in an update)
+        if mine.len() == 0 {
             *mine = cache;
-        } else {
-            mine.extend(cache);
         }
     }
 
@@ -562,6 +545,12 @@ impl Bridge {
             .map(|a| a.m.size() + a.shadow.size())
             .sum();
         (cache.len(), listed, nodes)
+    }
+
+    /// The flows of `table`, by priority (then file order).
+    pub fn table_flows(&self, table: u8) -> impl Iterator<Item = &Flow> {
+        let ids = self.tables.get(&table).map_or(&[][..], Vec::as_slice);
+        ids.iter().map(|&i| &self.flows[i as usize])
     }
 
     /// Starts noting what runs read (until [`Bridge::recorded`]).
@@ -592,8 +581,10 @@ impl Bridge {
             let k = (table, fields.zip(key.iter().copied()).collect());
             union_into(&mut r.tables, k, &pkt.set);
         }
-        if let Some(hit) = self.cache.borrow().get(&(table, key.clone())) {
-            return hit.clone();
+        let key = (table, key);
+        let fields = self.keys.get(&table).map_or(&[][..], Vec::as_slice);
+        if let Some(hit) = self.cache.borrow_mut().get(&key, fields) {
+            return hit;
         }
         let mut out = Vec::new();
         // earlier exact flows: their effective constraints and match
@@ -671,7 +662,7 @@ impl Bridge {
             }
         }
         let rc = Rc::new(out);
-        self.cache.borrow_mut().insert((table, key), rc.clone());
+        self.cache.borrow_mut().insert(key, rc.clone());
         rc
     }
 

@@ -50,6 +50,7 @@ pub mod dirty;
 pub mod incremental;
 pub mod kept;
 pub mod lb;
+mod lookup_cache;
 pub mod network;
 pub mod nf;
 pub mod ofctl;

@@ -175,7 +175,7 @@ impl Network {
         flows: &[crate::artifacts::FlowText],
         groups: &[crate::artifacts::GroupText],
         renumber: Option<&[Option<u32>]>,
-        keep: impl Fn(u8, &[(Field, Val)]) -> bool,
+        keep: impl Fn(u8, &[(Field, Val)]) -> bool + 'static,
     ) -> Result<(), ModelError> {
         let Some(&i) = self.by_name.get(name) else {
             return Err(ModelError::Row {
@@ -398,7 +398,9 @@ impl Network {
         if let Some(&row) = self.lb.blackhole.get(&(inst.to_string(), addr)) {
             if keep_drops {
                 let mut p = path.to_vec();
-                p.push(Hop::Lb { row });
+                p.push(Hop::Lb {
+                    row: self.lb.id(row),
+                });
                 out.push(ended(
                     o.pkt.clone(),
                     p,
@@ -431,7 +433,9 @@ impl Network {
             }
             for idx in 0..n {
                 let mut p = path.to_vec();
-                p.push(Hop::Lb { row });
+                p.push(Hop::Lb {
+                    row: self.lb.id(row),
+                });
                 let pkt = Pkt {
                     set: set.clone(),
                     over: o.pkt.over.clone(),
@@ -452,7 +456,9 @@ impl Network {
                     }
                     continue;
                 };
-                p.push(Hop::Lb { row: mrow });
+                p.push(Hop::Lb {
+                    row: self.lb.id(mrow),
+                });
                 if mvni == 0 {
                     out.push(ended(
                         pkt,
@@ -477,7 +483,9 @@ impl Network {
                         }
                     }
                     Some(&(underlay, dmac, trow)) => {
-                        p.push(Hop::Lb { row: trow });
+                        p.push(Hop::Lb {
+                            row: self.lb.id(trow),
+                        });
                         let mut pkt = pkt;
                         pkt.over.insert(Field::DlDst, Val::Const(u128::from(dmac)));
                         out.push(ended(
@@ -500,7 +508,9 @@ impl Network {
 /// live flow that does not pin `tun_id` exactly lets in any.
 pub fn tunnel_accept(b: &Bridge) -> TunnelAccept {
     let mut ids = BTreeSet::new();
-    for f in b.flows.iter().filter(|f| f.text.table == 0) {
+    // table 0's flows only (a set, so their order does not matter): not a
+    // pass over every flow of a rebuilt Hoverboard
+    for f in b.table_flows(0) {
         let pinned = |field: Field| f.matches.iter().find(|c| c.field == field);
         if pinned(Field::InPort).is_some_and(|c| (c.value & c.mask) != (1 & c.mask)) {
             continue;

@@ -15,7 +15,7 @@ use crate::packet::five_tuple;
 use crate::policy::Policy;
 use crate::report::{Counterexample, Packet};
 use netc_compiler::functors::hash5_v4;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// A client address for table counterexamples (TEST-NET-2).
 const CLIENT: u32 = 0xc633_6407; // 198.51.100.7
@@ -478,24 +478,64 @@ pub fn aff4_vm_reads(a: &Artifacts) -> (BTreeSet<(u64, u32)>, BTreeSet<String>) 
     (owners, tenants)
 }
 
+type Quick = std::hash::BuildHasherDefault<netc_compiler::fxhash::FxHasher>;
+
+/// What AFF-4 looks VMs up by, for the keys its rows name only: the
+/// `agent_snat_range` tenants' VNI (the last VM of the tenant's, as a map
+/// of every VM collected would hold) and the `agent_mux_snat` owners' VM
+/// (the first with that (VNI, address), as [`vms_by_addr`]). One pass
+/// over the VMs probing two small maps: a map of every VM (100k at L,
+/// keyed by tenant name, sorted) was most of an AFF-4 re-run.
+#[allow(clippy::type_complexity)]
+fn aff4_vm_lookups<'a>(
+    a: &Artifacts,
+    policy: &'a Policy,
+) -> (
+    HashMap<String, u64, Quick>,
+    HashMap<(u64, u32), &'a crate::policy::Vm, Quick>,
+) {
+    let mut tenants: HashMap<String, Option<u64>, Quick> = HashMap::default();
+    for r in a.rows("agent_snat_range") {
+        tenants.insert(r.vals.get(1).cloned().unwrap_or_default(), None);
+    }
+    let mut owners: HashMap<(u64, u32), Option<&crate::policy::Vm>, Quick> = HashMap::default();
+    for r in a.rows("agent_mux_snat") {
+        if let (Some(vni), Some(dip)) = (num(&r.vals, 4), r.vals.get(5).and_then(|t| parse_ip(t))) {
+            owners.insert((vni, dip), None);
+        }
+    }
+    for v in &policy.vms {
+        if let Some(t) = tenants.get_mut(v.tenant.as_str()) {
+            *t = Some(v.vni);
+        }
+        if let Some(o @ None) = owners.get_mut(&(v.vni, v.ip)) {
+            *o = Some(&**v);
+        }
+    }
+    let tenants = tenants
+        .into_iter()
+        .filter_map(|(t, v)| Some((t, v?)))
+        .collect();
+    let owners = owners
+        .into_iter()
+        .filter_map(|(k, v)| Some((k, v?)))
+        .collect();
+    (tenants, owners)
+}
+
 pub fn aff4_with<'g>(
     a: &Artifacts,
     policy: &Policy,
     flow_grants: impl Iterator<Item = &'g Grant>,
 ) -> Vec<Counterexample> {
     let mut grants = Vec::new();
-    let tenant_vni: BTreeMap<&str, u64> = policy
-        .vms
-        .iter()
-        .map(|v| (v.tenant.as_str(), v.vni))
-        .collect();
     let host_ip: BTreeMap<&str, u32> = policy
         .underlay
         .iter()
         .map(|(ip, d)| (d.as_str(), *ip))
         .collect();
     let mut out = Vec::new();
-    let by_addr = vms_by_addr(policy);
+    let (tenant_vni, by_addr) = aff4_vm_lookups(a, policy);
     for r in a.rows("agent_mux_snat") {
         let v = &r.vals;
         if let (Some(vip), Some(lo), Some(hi), Some(vni), Some(dip), Some(u)) = (
@@ -811,6 +851,61 @@ mod tests {
                 }));
         }
         a
+    }
+
+    proptest! {
+        /// AFF-4's lookups built for the rows' keys only answer every key
+        /// the rows name as maps of every VM do (a tenant's last VM's VNI,
+        /// the first VM of a (VNI, address)); VMs repeat tenants and keys.
+        #[test]
+        fn aff4_lookups_answer_as_maps_of_every_vm(
+            vms in proptest::collection::vec((0u8..4, 0u8..3, 0u8..4), 0..20),
+            ranges in proptest::collection::vec(0u8..5, 0..6),
+            snats in proptest::collection::vec((0u8..4, 0u8..5), 0..6),
+        ) {
+            let mut p = Policy::default();
+            for (i, &(t, vni, ip)) in vms.iter().enumerate() {
+                p.vms.push(std::sync::Arc::new(crate::policy::Vm {
+                    tenant: format!("t{t}"),
+                    name: format!("v{i}"),
+                    vni: u64::from(vni),
+                    mac: 0,
+                    ip: u32::from(ip),
+                    host: format!("h{i}"),
+                    port: 1,
+                    at: String::new(),
+                }));
+            }
+            let mut a = Artifacts::default();
+            let row = |vals: Vec<String>| std::sync::Arc::new(Row { vals, at: String::new() });
+            for t in &ranges {
+                a.relations.entry("agent_snat_range".into()).or_default().push(row(vec![
+                    "h".into(), format!("t{t}"), "x".into(), "0.0.0.1".into(), "0.0.0.2".into(),
+                    "1".into(), "2".into(),
+                ]));
+            }
+            for (vni, ip) in &snats {
+                a.relations.entry("agent_mux_snat".into()).or_default().push(row(vec![
+                    "m".into(), "0.0.0.9".into(), "1".into(), "2".into(), vni.to_string(),
+                    std::net::Ipv4Addr::from(u32::from(*ip)).to_string(), "0.0.0.3".into(),
+                ]));
+            }
+            let every_tenant: BTreeMap<&str, u64> =
+                p.vms.iter().map(|v| (v.tenant.as_str(), v.vni)).collect();
+            let every_owner = vms_by_addr(&p);
+            let (tenants, owners) = aff4_vm_lookups(&a, &p);
+            for t in &ranges {
+                let t = format!("t{t}");
+                prop_assert_eq!(tenants.get(t.as_str()), every_tenant.get(t.as_str()));
+            }
+            for (vni, ip) in &snats {
+                let k = (u64::from(*vni), u32::from(*ip));
+                prop_assert_eq!(
+                    owners.get(&k).map(|v| v.name.as_str()),
+                    every_owner.get(&k).map(|v| v.name.as_str())
+                );
+            }
+        }
     }
 
     proptest! {
