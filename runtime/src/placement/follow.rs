@@ -27,7 +27,7 @@
 //! `Placement::update` itself takes a millisecond.
 
 use super::incremental::diff;
-use super::model::{self, addr, ByEndpoint, Endpoint, Model, READS};
+use super::model::{self, addr, by_endpoint, ByEndpoint, Endpoint, Model, READS};
 use super::{Delta, Placement, PlacementError, VipChange};
 use crate::engine::{Changes, Engine, Transaction};
 use netc_compiler::plan::RelId;
@@ -65,19 +65,18 @@ impl Follower {
     /// there is no placement to follow).
     pub fn new(engine: &Engine) -> Option<Follower> {
         let plan = engine.plan();
-        let ids: Option<Vec<RelId>> = READS.iter().map(|n| plan.relation_id(n)).collect();
-        let ids = ids?;
-        let id = |name: &str| ids[READS.iter().position(|n| *n == name).expect("in READS")];
-        let (need, members, traffic) = (
-            id("placement_need"),
-            id("placement_member_tor"),
-            id("placement_traffic"),
-        );
-        let whole = ids
+        let keyed = [
+            "placement_need",
+            "placement_member_tor",
+            "placement_traffic",
+        ];
+        let [need, members, traffic] = keyed.map(|n| plan.relation_id(n));
+        let whole = READS
             .iter()
-            .copied()
-            .filter(|r| ![need, members, traffic].contains(r))
-            .collect();
+            .filter(|n| !keyed.contains(n))
+            .map(|n| plan.relation_id(n))
+            .collect::<Option<Vec<RelId>>>()?;
+        let (need, members, traffic) = (need?, members?, traffic?);
         let mut f = Follower {
             rels: Rels {
                 need,
@@ -104,15 +103,9 @@ impl Follower {
             index.tip_of.insert(t, v);
             index.tips.entry(v).or_default().insert(t);
         }
-        for (rel, into) in [
-            (self.rels.need, &mut index.need),
-            (self.rels.members, &mut index.members),
-            (self.rels.traffic, &mut index.traffic),
-        ] {
-            for row in engine.contents(rel) {
-                into.entry(addr(&row[0])).or_default().insert(row);
-            }
-        }
+        index.need = by_endpoint(engine.contents(self.rels.need));
+        index.members = by_endpoint(engine.contents(self.rels.members));
+        index.traffic = by_endpoint(engine.contents(self.rels.traffic));
         self.index = index;
     }
 

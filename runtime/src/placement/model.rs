@@ -169,7 +169,7 @@ impl ByEndpoint {
 }
 
 /// Rows grouped by their column 0 (an endpoint).
-fn by_endpoint(rows: Vec<Row>) -> BTreeMap<Endpoint, BTreeSet<Row>> {
+pub(super) fn by_endpoint(rows: Vec<Row>) -> BTreeMap<Endpoint, BTreeSet<Row>> {
     let mut m: BTreeMap<Endpoint, BTreeSet<Row>> = BTreeMap::new();
     for row in rows {
         m.entry(addr(&row[0])).or_default().insert(row);
