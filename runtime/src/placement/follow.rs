@@ -27,7 +27,7 @@
 //! `Placement::update` itself takes a millisecond.
 
 use super::incremental::diff;
-use super::model::{self, addr, by_endpoint, ByEndpoint, Endpoint, Model, READS};
+use super::model::{self, addr, ByEndpoint, Endpoint, Model, READS};
 use super::{Delta, Placement, PlacementError, VipChange};
 use crate::engine::{Changes, Engine, Transaction};
 use netc_compiler::plan::RelId;
@@ -98,14 +98,13 @@ impl Follower {
             .map(|r| engine.contents(r))
             .unwrap_or_default();
         let mut index = ByEndpoint::default();
-        for row in &tip {
-            let (t, v) = (addr(&row[0]), addr(&row[1]));
-            index.tip_of.insert(t, v);
-            index.tips.entry(v).or_default().insert(t);
-        }
-        index.need = by_endpoint(engine.contents(self.rels.need));
-        index.members = by_endpoint(engine.contents(self.rels.members));
-        index.traffic = by_endpoint(engine.contents(self.rels.traffic));
+        // a TIP of two VIPs: `read` reports it when the caller re-reads
+        let _ = index.add_tips(&tip);
+        index.add_rows(
+            engine.contents(self.rels.need),
+            engine.contents(self.rels.members),
+            engine.contents(self.rels.traffic),
+        );
         self.index = index;
     }
 

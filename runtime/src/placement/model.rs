@@ -125,6 +125,33 @@ pub(super) struct ByEndpoint {
 }
 
 impl ByEndpoint {
+    /// Adds `placement_tip` rows. A TIP met with a second VIP stops it:
+    /// `(tip, vip, the other vip)` is returned ([`read`] reports it).
+    pub(super) fn add_tips(&mut self, tip: &[Row]) -> Option<(Endpoint, Endpoint, Endpoint)> {
+        for row in tip {
+            let (t, v) = (addr(&row[0]), addr(&row[1]));
+            if let Some(other) = self.tip_of.insert(t, v) {
+                return Some((t, v, other));
+            }
+            self.tips.entry(v).or_default().insert(t);
+        }
+        None
+    }
+
+    /// Adds the rows of `placement_need`, `placement_member_tor` and
+    /// `placement_traffic`, grouped by their column 0.
+    pub(super) fn add_rows(&mut self, need: Vec<Row>, members: Vec<Row>, traffic: Vec<Row>) {
+        for (rows, into) in [
+            (need, &mut self.need),
+            (members, &mut self.members),
+            (traffic, &mut self.traffic),
+        ] {
+            for row in rows {
+                into.entry(addr(&row[0])).or_default().insert(row);
+            }
+        }
+    }
+
     /// An endpoint's need (its greatest `placement_need` row: one per
     /// endpoint from the standard rules) and member ToRs; `None` without a
     /// need row.
@@ -166,15 +193,6 @@ impl ByEndpoint {
             tips,
         })
     }
-}
-
-/// Rows grouped by their column 0 (an endpoint).
-pub(super) fn by_endpoint(rows: Vec<Row>) -> BTreeMap<Endpoint, BTreeSet<Row>> {
-    let mut m: BTreeMap<Endpoint, BTreeSet<Row>> = BTreeMap::new();
-    for row in rows {
-        m.entry(addr(&row[0])).or_default().insert(row);
-    }
-    m
 }
 
 /// Reads the model from the engine's current contents. `Ok(None)` when the
@@ -246,17 +264,13 @@ pub fn read(engine: &Engine) -> Result<Option<Inputs>, PlacementError> {
     }
 
     let mut index = ByEndpoint::default();
-    for row in &tip {
-        let (t, v) = (addr(&row[0]), addr(&row[1]));
-        if let Some(other) = index.tip_of.insert(t, v) {
-            return Err(bad(
-                "placement_tip",
-                "vip",
-                v.to_string(),
-                format!("one VIP per TIP ({t} is also a TIP of {other}); check duet_tip_range"),
-            ));
-        }
-        index.tips.entry(v).or_default().insert(t);
+    if let Some((t, v, other)) = index.add_tips(&tip) {
+        return Err(bad(
+            "placement_tip",
+            "vip",
+            v.to_string(),
+            format!("one VIP per TIP ({t} is also a TIP of {other}); check duet_tip_range"),
+        ));
     }
     for row in &traffic {
         let mbps = num(&row[2]);
@@ -272,9 +286,7 @@ pub fn read(engine: &Engine) -> Result<Option<Inputs>, PlacementError> {
             ));
         }
     }
-    index.need = by_endpoint(need);
-    index.members = by_endpoint(member_tor);
-    index.traffic = by_endpoint(traffic);
+    index.add_rows(need, member_tor, traffic);
     let vips: BTreeMap<Endpoint, VipSpec> = index
         .need
         .keys()
