@@ -519,20 +519,16 @@ impl Verifier {
             let changed = !changed_vms.is_empty()
                 && changed_vms.contains(&(v.tenant.as_str(), v.name.as_str()));
             let packed = self.slots[s].take();
-            if let Some(p) = &packed {
-                if changed || stale.contains(&s) {
-                    self.readers.remove(s, &p.footprint()?);
-                }
+            let renew = changed || stale.contains(&s);
+            if let (true, Some(p)) = (renew, &packed) {
+                self.readers.remove(s, &p.footprint()?);
             }
-            let kept = match changed || stale.contains(&s) {
+            let kept = match renew {
                 true => None,
                 false => packed,
             };
             let Some(packed) = kept else {
-                up.rechecked += 1;
-                up.retraced += 1;
-                let c = checks::check_vm(&self.net, &policy, &shared, ni);
-                self.store(s, c, now);
+                self.retrace_in_full(&policy, &shared, ni, s, now, &mut up);
                 laps.lap(&mut up, "VMs traced in full");
                 continue;
             };
@@ -606,10 +602,7 @@ impl Verifier {
             let renumbered = renumber(log, &mut c);
             laps.lap(&mut up, "VMs renumbered");
             if !renumbered {
-                up.rechecked += 1;
-                up.retraced += 1;
-                let c = checks::check_vm(&self.net, &policy, &shared, ni);
-                self.store(s, c, now);
+                self.retrace_in_full(&policy, &shared, ni, s, now, &mut up);
                 laps.lap(&mut up, "VMs traced in full");
                 continue;
             }

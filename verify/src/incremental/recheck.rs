@@ -201,6 +201,23 @@ impl Verifier {
         self.epochs[slot] = epoch;
     }
 
+    /// Traces VM `ni` (in `slot`) again in full and stores the result: a VM
+    /// whose kept result cannot be reused.
+    pub(super) fn retrace_in_full<'p>(
+        &mut self,
+        policy: &'p Policy,
+        shared: &Shared<'p>,
+        ni: usize,
+        slot: usize,
+        epoch: usize,
+        up: &mut Update,
+    ) {
+        up.rechecked += 1;
+        up.retraced += 1;
+        let c = checks::check_vm(&self.net, policy, shared, ni);
+        self.store(slot, c, epoch);
+    }
+
     /// [`Verifier::store`] of a result that has parts of `old` (packed by
     /// `pack`, which takes those parts' bytes from `old`).
     pub(super) fn store_reusing(
