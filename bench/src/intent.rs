@@ -410,13 +410,13 @@ fn commit_placed(
     placed: &mut Option<(Placement, Follower)>,
     changes: &[(RelId, Row, Diff)],
 ) -> Result<Changes, String> {
+    let Some((p, f)) = placed.as_mut() else {
+        return commit(engine, changes);
+    };
     let tx = Transaction {
         changes: changes.to_vec(),
     };
-    match placed.as_mut() {
-        Some((p, f)) => follow::commit_and_follow(engine, p, f, tx).map_err(|e| e.to_string()),
-        None => engine.commit(tx).map_err(|e| e.to_string()),
-    }
+    follow::commit_and_follow(engine, p, f, tx).map_err(|e| e.to_string())
 }
 
 fn commit(engine: &mut Engine, changes: &[(RelId, Row, Diff)]) -> Result<Changes, String> {
