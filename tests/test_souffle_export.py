@@ -129,3 +129,22 @@ def test_ipv6_functors_are_refused_with_a_reason(netc_bin, tmp_path):
     ex = subprocess.run([netc_bin, "export", "--souffle", str(tmp_path / "v6.ndl")], capture_output=True, text=True)
     assert ex.returncode == 1
     assert "v6.ndl:6:1" in ex.stderr and "IPv6" in ex.stderr, ex.stderr
+
+
+def test_replace_is_a_user_functor_and_concat_is_refused(netc_bin, tmp_path):
+    (tmp_path / "r.ndl").write_text(
+        '.decl w(s: symbol)\n.decl r(s: symbol)\n.output r\nw("a,b").\n'
+        'r(x) :- w(s), x = replace(s, "a", "c").\n'
+    )
+    ex = subprocess.run([netc_bin, "export", "--souffle", str(tmp_path / "r.ndl")], capture_output=True, text=True)
+    assert ex.returncode == 0, ex.stderr
+    assert ".functor netc_replace(" in ex.stdout and "@netc_replace(" in ex.stdout
+    (tmp_path / "c.ndl").write_text(
+        '.decl w(k: number, s: symbol)\n.decl r(s: symbol)\n.output r\nw(2, "b"). w(1, "a").\n'
+        "r(x) :- x = concat s by k : { w(k, s) }.\n"
+    )
+    ex = subprocess.run([netc_bin, "export", "--souffle", str(tmp_path / "c.ndl")], capture_output=True, text=True)
+    assert ex.returncode == 1
+    assert "c.ndl:5:1" in ex.stderr and "concat" in ex.stderr, ex.stderr
+    run = subprocess.run([netc_bin, "run", "-D", "-", str(tmp_path / "c.ndl")], capture_output=True, text=True)
+    assert run.returncode == 0 and "a,b" in run.stdout, run.stdout + run.stderr

@@ -211,6 +211,9 @@ pub enum AggFunc {
     Sum,
     Min,
     Max,
+    /// `concat x by k1, .., kn : { body }`: the distinct `(k1, .., kn, x)`
+    /// of the body, in ascending order, their `x` joined with `,`.
+    Concat,
 }
 
 impl AggFunc {
@@ -220,6 +223,7 @@ impl AggFunc {
             AggFunc::Sum => "sum",
             AggFunc::Min => "min",
             AggFunc::Max => "max",
+            AggFunc::Concat => "concat",
         }
     }
 }
@@ -262,6 +266,8 @@ pub enum Expr {
     Aggregate {
         func: AggFunc,
         target: Option<Box<Expr>>,
+        /// `concat x by k1, .., kn`: the keys that order the joined values.
+        order: Vec<Expr>,
         body: Vec<Vec<Literal>>,
         span: Span,
     },

@@ -203,12 +203,16 @@ pub enum Step {
     /// Appends the aggregate of `value` (or the count) over the rows of
     /// `inner`, grouped by the values in `group` slots of this row. The inner
     /// body starts from `Source::Outer` (the group key as slots 0..group.len()).
-    /// `count`/`sum` over no rows give 0; `min`/`max` over no rows drop the row.
+    /// `count`/`sum` over no rows give 0; `min`/`max`/`concat` over no rows
+    /// drop the row. `concat` joins the distinct `(order.., value)` of the
+    /// inner rows, sorted (`Value`'s order), by their `value` texts and `,`.
     Aggregate {
         func: AggFunc,
         group: Vec<usize>,
         inner: Box<Body>,
         value: Option<Expr>,
+        /// `concat`'s ordering keys, over the inner body's slots.
+        order: Vec<Expr>,
         result: Prim,
     },
 }

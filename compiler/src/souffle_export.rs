@@ -88,6 +88,7 @@ const EXTERNAL: &[(&str, &str)] = &[
     ("netc_ipv4_text", ".functor netc_ipv4_text(a: unsigned): symbol"),
     ("netc_prefix4_text", ".functor netc_prefix4_text(p: unsigned): symbol"),
     ("netc_mac_text", ".functor netc_mac_text(m: unsigned): symbol"),
+    ("netc_replace", ".functor netc_replace(s: symbol, old: symbol, new: symbol): symbol"),
 ];
 
 /// Renders the whole plan as a Souffle program.
@@ -305,6 +306,7 @@ impl Exporter<'_> {
                     inner,
                     value,
                     result,
+                    ..
                 } => {
                     // The inner body sees the group slots under the outer names.
                     let inner_prefix = format!("a{}_", self.fresh);
@@ -329,6 +331,12 @@ impl Exporter<'_> {
                         AggFunc::Sum => "sum",
                         AggFunc::Min => "min",
                         AggFunc::Max => "max",
+                        AggFunc::Concat => {
+                            return self.err(
+                                rule,
+                                "`concat` (an ordered string join) has no Souffle aggregate",
+                            )
+                        }
                     };
                     scope.lits.push(format!(
                         "{v} = {name}{target} : {{ {} }}",
@@ -449,6 +457,8 @@ impl Exporter<'_> {
         }
         Ok(match b {
             Builtin::Cat => format!("cat({})", a.join(", ")),
+            // Souffle has no string replacement.
+            Builtin::Replace => self.external("netc_replace", &a),
             Builtin::Abs if prims[0] == Some(Prim::Unsigned) => a[0].clone(),
             Builtin::Abs => format!("max({0}, -({0}))", a[0]),
             Builtin::ToString => match prims[0] {

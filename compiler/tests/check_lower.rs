@@ -148,8 +148,10 @@ fn count_is_grouped_by_the_outer_variables_it_mentions() {
             group,
             inner,
             value: None,
+            order,
             result: Prim::Number,
         }] => {
+            assert!(order.is_empty());
             assert_eq!(group, &vec![0]);
             assert!(matches!(inner.source, Source::Outer));
             match &inner.steps[..] {
@@ -189,6 +191,7 @@ fn sum_min_and_aggregates_inside_expressions() {
             inner,
             value: Some(Expr::Slot(0)),
             result: Prim::Number,
+            ..
         }] => {
             assert!(group.is_empty());
             assert!(

@@ -169,6 +169,12 @@ impl Printer<'_> {
                     .as_ref()
                     .map(|t| format!(" {}", self.expr(t)))
                     .unwrap_or_default();
+                let keys: Vec<String> = a.order.iter().map(|k| self.expr(k)).collect();
+                let target = if keys.is_empty() {
+                    target
+                } else {
+                    format!("{target} by {}", keys.join(", "))
+                };
                 let body: Vec<String> = a.body.iter().map(|l| self.leaf(l)).collect();
                 format!("{}{target} : {{ {} }}", a.func.name(), body.join(", "))
             }

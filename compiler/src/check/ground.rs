@@ -230,7 +230,7 @@ impl Ground {
                 }
             }
             self.scope(&a.body, depth + 1);
-            if let Some(t) = &a.target {
+            for t in a.target.iter().chain(&a.order) {
                 self.uses(t, depth + 1);
             }
             self.bound = saved;

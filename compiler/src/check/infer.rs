@@ -437,6 +437,12 @@ impl Typer<'_, '_, '_> {
             );
             return Ty::Unknown;
         }
+        for k in a.order.iter_mut() {
+            let t = self.infer(k, None);
+            if let Ty::Bool = self.settle(k, t) {
+                self.err(bool_as_value(k.span()));
+            }
+        }
         let t = self.infer(target, None);
         let t = self.settle(target, t);
         let id = match t {
@@ -456,11 +462,16 @@ impl Typer<'_, '_, '_> {
                 a.result = Some(p);
                 Ty::Known(id)
             }
+            // The joined text is a plain symbol, whatever subtype the parts had.
+            (AggFunc::Concat, Some(Prim::Symbol)) => {
+                a.result = Some(Prim::Symbol);
+                Ty::Known(self.env.prim(Prim::Symbol))
+            }
             _ => {
-                let need = if func == AggFunc::Sum {
-                    "a numeric target (number, unsigned or float)"
-                } else {
-                    "a target of one primitive type"
+                let need = match func {
+                    AggFunc::Sum => "a numeric target (number, unsigned or float)",
+                    AggFunc::Concat => "a symbol target",
+                    _ => "a target of one primitive type",
                 };
                 self.err(
                     Diagnostic::error(
@@ -472,10 +483,12 @@ impl Typer<'_, '_, '_> {
                             self.env.name(id)
                         ),
                     )
-                    .with_hint(if func == AggFunc::Sum {
-                        "count the tuples with `count : { ... }`"
-                    } else {
-                        "aggregate over a column of one primitive type"
+                    .with_hint(match func {
+                        AggFunc::Sum => "count the tuples with `count : { ... }`",
+                        AggFunc::Concat => {
+                            "convert the parts first, e.g. `concat to_string(x) by x : { ... }`"
+                        }
+                        _ => "aggregate over a column of one primitive type",
                     }),
                 );
                 Ty::Unknown

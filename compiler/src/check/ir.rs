@@ -242,6 +242,8 @@ impl Expr {
 pub struct Aggregate {
     pub func: AggFunc,
     pub target: Option<Expr>,
+    /// `concat`'s ordering keys (empty for the others).
+    pub order: Vec<Expr>,
     pub body: Vec<Leaf>,
     /// Variables of the enclosing scope used inside (the group key), in order of first use.
     pub group: Vec<VarId>,

@@ -602,9 +602,10 @@ impl Cx<'_, '_, '_> {
             ast::Expr::Aggregate {
                 func,
                 target,
+                order,
                 body,
                 span,
-            } => self.aggregate(*func, target.as_deref(), body, *span, scope, vars, d),
+            } => self.aggregate(*func, target.as_deref(), order, body, *span, scope, vars, d),
         }
     }
 
@@ -613,6 +614,7 @@ impl Cx<'_, '_, '_> {
         &mut self,
         func: ast::AggFunc,
         target: Option<&ast::Expr>,
+        order: &[ast::Expr],
         body: &[Vec<Literal>],
         span: crate::source::Span,
         outer: &Scope,
@@ -621,7 +623,7 @@ impl Cx<'_, '_, '_> {
     ) -> Expr {
         // The aggregate's own names: outer ones are its group key, others are local.
         let mut own: Vec<(&str, crate::source::Span)> = Vec::new();
-        if let Some(t) = target {
+        for t in target.into_iter().chain(order) {
             names_outside_aggs(t, &mut own, 0);
         }
         let mut all: Vec<(&str, crate::source::Span)> = Vec::new();
@@ -631,7 +633,7 @@ impl Cx<'_, '_, '_> {
                 lit_names(lit, &mut all, true, 0);
             }
         }
-        if let Some(t) = target {
+        for t in target.into_iter().chain(order) {
             expr_names(t, &mut all, true, 0);
         }
         let mut scope = Scope {
@@ -671,9 +673,14 @@ impl Cx<'_, '_, '_> {
         let conj = disjuncts.into_iter().next().unwrap_or_default();
         let body = conj.iter().map(|f| self.leaf(*f, &scope, vars)).collect();
         let target = target.map(|t| self.expr(t, &scope, vars, Ctx::Value, depth));
+        let order = order
+            .iter()
+            .map(|k| self.expr(k, &scope, vars, Ctx::Value, depth))
+            .collect();
         Expr::Agg(Box::new(Aggregate {
             func,
             target,
+            order,
             body,
             group,
             result: None,
@@ -726,9 +733,14 @@ pub(crate) fn expr_names<'a>(
             expr_names(b, out, into_aggs, d);
         }
         ast::Expr::Unary(_, a, _) | ast::Expr::As(a, _, _) => expr_names(a, out, into_aggs, d),
-        ast::Expr::Aggregate { target, body, .. } => {
+        ast::Expr::Aggregate {
+            target,
+            order,
+            body,
+            ..
+        } => {
             if into_aggs {
-                if let Some(t) = target {
+                for t in target.as_deref().into_iter().chain(order) {
                     expr_names(t, out, true, d);
                 }
                 for conj in body {

@@ -95,7 +95,7 @@ fn expr_scopes(e: &mut Expr, f: &mut dyn FnMut(&mut [Leaf]), depth: usize) {
         }
         Expr::Unary(_, a, _) | Expr::As(a, _, _, _) => expr_scopes(a, f, depth + 1),
         Expr::Agg(a) => {
-            if let Some(t) = a.target.as_mut() {
+            for t in a.target.iter_mut().chain(a.order.iter_mut()) {
                 expr_scopes(t, f, depth + 1);
             }
             scope_rec(&mut a.body, f, depth + 1);

@@ -56,6 +56,8 @@ pub enum Builtin {
     Cat,
     Strlen,
     Substr,
+    /// `replace(s, old, new)`: the first occurrence of `old` in `s` replaced.
+    Replace,
     /// `contains(sub, s)` on symbols (constraint).
     Contains,
     /// `match(regex, s)` (constraint).
@@ -97,12 +99,13 @@ pub enum Builtin {
 
 impl Builtin {
     /// Every built-in, in declaration order.
-    pub const ALL: [Builtin; 35] = {
+    pub const ALL: [Builtin; 36] = {
         use Builtin as B;
         [
             B::Cat,
             B::Strlen,
             B::Substr,
+            B::Replace,
             B::Contains,
             B::Match,
             B::ToNumber,
@@ -146,6 +149,7 @@ impl Builtin {
             B::Cat => "cat",
             B::Strlen => "strlen",
             B::Substr => "substr",
+            B::Replace => "replace",
             B::Contains | B::PrefixContains => "contains",
             B::Match => "match",
             B::ToNumber => "to_number",
@@ -245,6 +249,7 @@ pub fn names() -> &'static [&'static str] {
         "nth_addr",
         "prefix",
         "prefix_len",
+        "replace",
         "strlen",
         "substr",
         "to_float",
@@ -309,6 +314,14 @@ fn build_table() -> Vec<(&'static str, Vec<Signature>)> {
             vec![sig(
                 B::Substr,
                 vec![p(Symbol), p(Number), p(Number)],
+                p(Symbol),
+            )],
+        ),
+        (
+            "replace",
+            vec![sig(
+                B::Replace,
+                vec![p(Symbol), p(Symbol), p(Symbol)],
                 p(Symbol),
             )],
         ),
@@ -422,6 +435,10 @@ pub fn eval(f: Builtin, args: &[Value]) -> Option<Value> {
         B::Strlen => strings::strlen(one(args)?),
         B::Substr => match args {
             [s, start, len] => strings::substr(s, start, len),
+            _ => None,
+        },
+        B::Replace => match args {
+            [s, old, new] => strings::replace(s, old, new),
             _ => None,
         },
         B::ToNumber => strings::parse_as(one(args)?, Prim::Number),

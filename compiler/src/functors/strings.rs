@@ -1,4 +1,4 @@
-//! String functors: `cat`, `strlen`, `substr`, `contains`, `match` and the
+//! String functors: `cat`, `strlen`, `substr`, `replace`, `contains`, `match` and the
 //! conversions from text (`to_number`, `to_ipv4`, ...).
 //!
 //! Expects arguments of the types in the signatures (`specs/functors.md`);
@@ -25,6 +25,28 @@ pub(super) fn cat(args: &[Value]) -> Option<Value> {
         }
     }
     Some(Value::sym(&out))
+}
+
+/// `replace(s, old, new)`: `s` with its first occurrence of `old` replaced
+/// by `new`; `s` itself when `old` does not occur in it or is empty.
+pub(super) fn replace(s: &Value, old: &Value, new: &Value) -> Option<Value> {
+    match (s, old, new) {
+        (Value::Symbol(s), Value::Symbol(old), Value::Symbol(new)) => {
+            let (text, old) = (s.as_str(), old.as_str());
+            match text.find(&*old) {
+                Some(at) if !old.is_empty() => {
+                    let new = new.as_str();
+                    let mut out = String::with_capacity(text.len() - old.len() + new.len());
+                    out.push_str(&text[..at]);
+                    out.push_str(&new);
+                    out.push_str(&text[at + old.len()..]);
+                    Some(Value::sym(&out))
+                }
+                _ => Some(Value::Symbol(*s)),
+            }
+        }
+        _ => None,
+    }
 }
 
 /// `cat` whose arguments may be `to_string(v)` calls, evaluated without

@@ -261,6 +261,19 @@ fn substr_is_zero_based_clamps_the_length_and_rejects_bad_starts() {
 }
 
 #[test]
+fn replace_changes_the_first_occurrence_only() {
+    let rep = |t: &str, o: &str, w: &str| eval(Builtin::Replace, &[s(t), s(o), s(w)]);
+    assert_eq!(rep("a,b,a", "a", "x"), Some(s("x,b,a")));
+    assert_eq!(rep("a,b,a", "b,a", "c"), Some(s("a,c")));
+    assert_eq!(rep("abc", "z", "x"), Some(s("abc")));
+    // an empty needle would match everywhere: nothing is replaced
+    assert_eq!(rep("abc", "", "x"), Some(s("abc")));
+    assert_eq!(rep("ünï", "n", "NN"), Some(s("üNNï")));
+    assert_eq!(rep("abc", "abc", ""), Some(s("")));
+    assert_eq!(eval(Builtin::Replace, &[s("a"), n(1), s("b")]), None);
+}
+
+#[test]
 fn string_contains_takes_the_needle_first() {
     assert!(holds(Builtin::Contains, &[s("work"), s("network")]));
     assert!(!holds(Builtin::Contains, &[s("network"), s("work")]));

@@ -505,9 +505,14 @@ impl<'c> Builder<'c> {
         for v in &agg.group {
             inner.bind_slot(*v);
         }
-        let extra = agg.target.as_slice();
-        inner.scope(&agg.body, extra, true)?;
+        let extra: Vec<ir::Expr> = agg.target.iter().chain(&agg.order).cloned().collect();
+        inner.scope(&agg.body, &extra, true)?;
         let value = agg.target.as_ref().map(|t| inner.expr(t)).transpose()?;
+        let order = agg
+            .order
+            .iter()
+            .map(|k| inner.expr(k))
+            .collect::<Result<Vec<_>, _>>()?;
         let result = agg.result.ok_or_else(|| {
             InternalError::new(
                 "CHECKED-RESOLVED",
@@ -523,6 +528,7 @@ impl<'c> Builder<'c> {
                 steps: inner.steps,
             }),
             value,
+            order,
             result,
         })
     }

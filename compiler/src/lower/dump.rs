@@ -175,13 +175,18 @@ fn body(out: &mut String, rels: &[Relation], b: &Body, indent: usize, outer: usi
                 group,
                 inner,
                 value,
+                order,
                 result,
             } => {
                 let by: Vec<String> = group.iter().map(|s| format!("{p}{s}")).collect();
-                let of = value
+                let mut of = value
                     .as_ref()
                     .map(|v| format!(" {}", self::expr(v, q)))
                     .unwrap_or_default();
+                if !order.is_empty() {
+                    let keys: Vec<String> = order.iter().map(|k| self::expr(k, q)).collect();
+                    of = format!("{of} ordered ({})", keys.join(", "));
+                }
                 let _ = writeln!(
                     out,
                     "{pad}aggregate {p}{w} := {}{of} by ({}) as {result} {{",

@@ -158,13 +158,14 @@ fn body_width(plan: &Plan, body: &Body, outer: Option<usize>) -> Result<usize, S
                 group,
                 inner,
                 value,
+                order,
                 ..
             } => {
                 if let Some(s) = group.iter().find(|s| **s >= w) {
                     return Err(format!("aggregate groups by slot {s}, only {w} are bound"));
                 }
                 let iw = body_width(plan, inner, Some(group.len()))?;
-                if let Some(v) = value {
+                for v in value.iter().chain(order) {
                     expr_ok(v, iw)?;
                 }
                 w += 1;

@@ -47,6 +47,7 @@ const AGGREGATES: &[(&str, AggFunc)] = &[
     ("sum", AggFunc::Sum),
     ("min", AggFunc::Min),
     ("max", AggFunc::Max),
+    ("concat", AggFunc::Concat),
 ];
 
 /// Functor names that are constraints when they stand alone as a literal.
@@ -725,8 +726,9 @@ impl<'t> Parser<'t> {
         }
     }
 
-    /// `count : { body }`, `sum x : { body }`, `min x : atom`. Returns `None`
-    /// (consuming nothing) when the name is used as a plain functor/variable.
+    /// `count : { body }`, `sum x : { body }`, `min x : atom`,
+    /// `concat x by k1, k2 : { body }`. Returns `None` (consuming nothing)
+    /// when the name is used as a plain functor/variable.
     fn aggregate(&mut self, func: AggFunc) -> PResult<Option<Expr>> {
         let save = self.pos;
         let start = self.span();
@@ -759,10 +761,28 @@ impl<'t> Parser<'t> {
         } else {
             Some(Box::new(self.expr()?))
         };
+        let mut order = Vec::new();
+        if matches!(self.peek(), Tok::Ident(s) if s == "by") {
+            let by = self.span();
+            if func != AggFunc::Concat || target.is_none() {
+                return Err(ParseError {
+                    span: by,
+                    message: format!("`{}` takes no `by` keys", func.name()),
+                    hint: Some("only `concat x by k1, k2 : { ... }` is ordered by keys".into()),
+                });
+            }
+            self.bump();
+            loop {
+                order.push(self.expr()?);
+                if !self.eat(&Tok::Comma) {
+                    break;
+                }
+            }
+        }
         self.expect(
             Tok::Colon,
             "`:` after the aggregate",
-            Some("an aggregate is written `count : { r(x) }` or `sum y : { r(x, y) }`"),
+            Some("an aggregate is written `count : { r(x) }`, `sum y : { r(x, y) }` or `concat s by k : { r(k, s) }`"),
         )?;
         let body = if self.eat(&Tok::LBrace) {
             let b = self.disjunction()?;
@@ -788,6 +808,7 @@ impl<'t> Parser<'t> {
         Ok(Some(Expr::Aggregate {
             func,
             target,
+            order,
             body,
             span: start.to(self.prev_span()),
         }))

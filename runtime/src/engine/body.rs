@@ -27,13 +27,13 @@ use super::arrange::{join, join_arrs, semijoin, Arr, Coll, Env, Keyed, Time, Val
 use super::eval::{
     self, all_slots, cond_slots, expr_slots, Appended, ColProg, Joined, Layout, RowProg,
 };
-use super::tuple::Tuple;
+use super::tuple::{sort_rows, Builder, Tuple};
 use differential_dataflow::operators::arrange::Arranged;
 use differential_dataflow::trace::implementations::{ValBuilder, ValSpine};
 use netc_compiler::ast::AggFunc;
 use netc_compiler::plan::{Body, ColPat, Cond, Expr, Plan, RelId, RulePlan, Scan, Source, Step};
 use netc_compiler::types::Prim;
-use netc_compiler::value::{Value, F64};
+use netc_compiler::value::{Row, Value, F64};
 use std::collections::BTreeSet;
 
 /// A body that starts with a plain scan (all `Bind`, so slot i = column i)
@@ -480,6 +480,7 @@ fn render_body<'s, T: Time>(
                 group,
                 inner,
                 value,
+                order,
                 result,
             } => {
                 let gkey = layout.exprs(&group.iter().map(|&g| Expr::Slot(g)).collect::<Vec<_>>());
@@ -498,6 +499,7 @@ fn render_body<'s, T: Time>(
                         *func,
                         inner,
                         value.as_ref(),
+                        order,
                         *result,
                     )?;
                     rows = agg.flat_map_ref(move |key, res| {
@@ -525,6 +527,7 @@ fn render_body<'s, T: Time>(
                     *func,
                     inner,
                     value.as_ref(),
+                    order,
                     *result,
                 )?;
                 rows = join(keyed(rows, gkey), &Arr::Own(agg), move |row, res| {
@@ -592,7 +595,8 @@ fn reads_only_group(
 /// The reduce sees, per group key, one marker (an empty tuple, so groups
 /// without inner rows still exist: count/sum give 0 there) and the inner
 /// values with their multiplicities (one per combination of inner tuples,
-/// as Souffle counts). `width`: how many values each of `rows` holds.
+/// as Souffle counts); for `concat`, each value is the tuple of its ordering
+/// keys and the value. `width`: how many values each of `rows` holds.
 #[allow(clippy::too_many_arguments)]
 fn render_aggregate<'s, T: Time>(
     env: &mut Env<'s, T>,
@@ -603,6 +607,7 @@ fn render_aggregate<'s, T: Time>(
     func: AggFunc,
     inner: &Body,
     value: Option<&Expr>,
+    order: &[Expr],
     result: Prim,
 ) -> Result<Arranged<'s, ValTrace<T>>, String> {
     let glen = gkey.len();
@@ -616,7 +621,7 @@ fn render_aggregate<'s, T: Time>(
     };
     let keys = T::distinct_keys(projected);
     let mut need: BTreeSet<usize> = (0..glen).collect();
-    if let Some(v) = value {
+    for v in value.into_iter().chain(order) {
         expr_slots(v, &mut need);
     }
     let (inner_rows, ilayout) = render_body(
@@ -627,16 +632,22 @@ fn render_aggregate<'s, T: Time>(
         Tail::Keep(need),
     )?;
     let ikey = ilayout.keep(&(0..glen).collect::<Vec<_>>());
-    let value = value.map(|v| ilayout.expr(v));
+    // `concat`'s tuple: the ordering keys, then the value.
+    let parts: Vec<Expr> = order.iter().chain(value).map(|e| ilayout.expr(e)).collect();
     let counters = env.counters.clone();
     let values = inner_rows.flat_map(move |r| {
         counters.tick();
-        let v = match (&value, func) {
-            (_, AggFunc::Count) => Value::Number(1),
-            (Some(e), _) => eval::eval(e, &r)?,
-            (None, _) => return None,
-        };
-        Some((ikey.apply(&r)?, Tuple::from_values(&[v])))
+        if func == AggFunc::Count {
+            return Some((ikey.apply(&r)?, Tuple::from_values(&[Value::Number(1)])));
+        }
+        let mut t = Builder::new();
+        for e in &parts {
+            t.push(eval::eval(e, &r)?);
+        }
+        if parts.is_empty() {
+            return None;
+        }
+        Some((ikey.apply(&r)?, t.finish()))
     });
     let markers = keys.map(|k| (k, Tuple::empty()));
     Ok(values
@@ -651,10 +662,14 @@ fn render_aggregate<'s, T: Time>(
         ))
 }
 
-/// Folds one group's inner values (tuples of one value; the empty marker
-/// tuple is skipped). `None`: no result (min/max of nothing, a sum type the
-/// values cannot have).
+/// Folds one group's inner values (tuples of one value, or for `concat` of
+/// its ordering keys and the value; the empty marker tuple is skipped).
+/// `None`: no result (min/max/concat of nothing, a sum type the values
+/// cannot have, a concat value that is not a symbol).
 pub(super) fn aggregate(func: AggFunc, result: Prim, input: &[(&Tuple, isize)]) -> Option<Value> {
+    if func == AggFunc::Concat {
+        return concat(input);
+    }
     let vals = input.iter().filter_map(|(t, d)| Some((t.get(0)?, *d)));
     match func {
         AggFunc::Count => {
@@ -682,5 +697,33 @@ pub(super) fn aggregate(func: AggFunc, result: Prim, input: &[(&Tuple, isize)]) 
         },
         AggFunc::Min => vals.map(|(v, _)| v).min(),
         AggFunc::Max => vals.map(|(v, _)| v).max(),
+        AggFunc::Concat => None,
     }
+}
+
+/// `concat`: the distinct (keys.., text) tuples in `Value`'s order (the
+/// reduce's input is in the tuples' fast internal order, which is not it),
+/// their texts joined with `,`.
+fn concat(input: &[(&Tuple, isize)]) -> Option<Value> {
+    let mut parts: Vec<Row> = input
+        .iter()
+        .filter(|(t, d)| *d > 0 && t.len() > 0)
+        .map(|(t, _)| t.to_row())
+        .collect();
+    if parts.is_empty() {
+        return None;
+    }
+    sort_rows(&mut parts);
+    parts.dedup();
+    let mut out = String::new();
+    for (i, p) in parts.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        match p.last() {
+            Some(Value::Symbol(s)) => out.push_str(&s.as_str()),
+            _ => return None,
+        }
+    }
+    Some(Value::sym(&out))
 }

@@ -755,14 +755,15 @@ pub fn eval_cond(c: &netc_compiler::plan::Cond, slots: &[Value]) -> bool {
     eval::holds(c, &PlainRow(slots))
 }
 
-/// Folds an aggregate's values (one per combination of inner rows) exactly
-/// as the dataflow does (`None`: no result, e.g. min/max of nothing).
+/// Folds an aggregate's values (one per combination of inner rows: the
+/// value, or for `concat` its ordering keys then the value) exactly as the
+/// dataflow does (`None`: no result, e.g. min/max of nothing).
 pub fn fold_aggregate(
     func: netc_compiler::ast::AggFunc,
     result: netc_compiler::types::Prim,
-    values: &[Value],
+    values: &[Vec<Value>],
 ) -> Option<Value> {
-    let tuples: Vec<Tuple> = values.iter().map(|v| Tuple::from_values(&[*v])).collect();
+    let tuples: Vec<Tuple> = values.iter().map(|v| Tuple::from_values(v)).collect();
     let input: Vec<(&Tuple, isize)> = tuples.iter().map(|t| (t, 1)).collect();
     body::aggregate(func, result, &input)
 }

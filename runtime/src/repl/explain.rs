@@ -192,11 +192,20 @@ enum Goal<'g> {
     Head,
     /// Every solution of an aggregate's inner body is collected.
     Collect {
-        value: Option<&'g Expr>,
-        func: AggFunc,
-        values: Vec<Value>,
+        agg: &'g Agg<'g>,
+        /// Per solution, what the engine folds (see `fold_aggregate`).
+        values: Vec<Vec<Value>>,
         shown: Vec<Vec<Premise>>,
     },
+}
+
+/// An aggregate step's fold: what it folds and into what.
+struct Agg<'g> {
+    func: AggFunc,
+    value: Option<&'g Expr>,
+    /// `concat`'s ordering keys.
+    order: &'g [Expr],
+    result: Prim,
 }
 
 enum Search {
@@ -343,15 +352,15 @@ fn steps(
                     .collect();
                 head.as_deref() == Some(ctx.want)
             }
-            Goal::Collect {
-                value,
-                func,
-                values,
-                shown,
-            } => {
-                let v = match (value, func) {
-                    (_, AggFunc::Count) => Some(Value::Number(1)),
-                    (Some(e), _) => eval_expr(e, slots),
+            Goal::Collect { agg, values, shown } => {
+                let v = match (agg.value, agg.func) {
+                    (_, AggFunc::Count) => Some(vec![Value::Number(1)]),
+                    (Some(e), _) => agg
+                        .order
+                        .iter()
+                        .chain(Some(e))
+                        .map(|e| eval_expr(e, slots))
+                        .collect(),
                     (None, _) => None,
                 };
                 if let Some(v) = v {
@@ -451,6 +460,7 @@ fn steps(
             group,
             inner,
             value,
+            order,
             result,
         } => {
             let Some(key): Option<Vec<Value>> =
@@ -458,8 +468,13 @@ fn steps(
             else {
                 return false;
             };
-            let Some(g) = fold_group(ctx, *func, &key, &inner.steps, value.as_ref(), *result)
-            else {
+            let agg = Agg {
+                func: *func,
+                value: value.as_ref(),
+                order,
+                result: *result,
+            };
+            let Some(g) = fold_group(ctx, &agg, &key, &inner.steps) else {
                 return false;
             };
             slots.push(g.0);
@@ -479,17 +494,10 @@ fn steps(
 /// (which starts from the key as slots `0..key.len()`), folded as the engine
 /// folds them. `None` when it has no value (min/max of nothing) or the
 /// search ran out of budget.
-fn fold_group(
-    ctx: &mut Ctx,
-    func: AggFunc,
-    key: &[Value],
-    inner: &[Step],
-    value: Option<&Expr>,
-    result: Prim,
-) -> Option<(Value, Group)> {
+fn fold_group(ctx: &mut Ctx, agg: &Agg, key: &[Value], inner: &[Step]) -> Option<(Value, Group)> {
+    let (func, result) = (agg.func, agg.result);
     let mut goal = Goal::Collect {
-        value,
-        func,
+        agg,
         values: Vec::new(),
         shown: Vec::new(),
     };

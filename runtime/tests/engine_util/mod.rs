@@ -156,6 +156,7 @@ pub fn agg(
         group,
         inner: Box::new(inner),
         value,
+        order: vec![],
         result,
     }
 }
