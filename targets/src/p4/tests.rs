@@ -58,7 +58,7 @@ fn duet_rows(dips: &[[u8; 4]]) -> DeviceRows {
                 sym("t1"),
                 num(5001),
                 ip(*d),
-                ip([192, 168, 0, 1 + i as u8]),
+                ip([192, 168, (i >> 8) as u8, 1u8.wrapping_add(i as u8)]),
                 Value::Mac(0x0200_0000_0001 + i as u64),
             ],
         ));
