@@ -6,8 +6,9 @@ clingo (its own reader of the text, its own functors) and compares every
 scenario, the examples and some bad intents must be equal on every
 relation; random small scenarios too (Hypothesis); and the comparison must
 catch a difference — perturbed facts, and rules deliberately mistranslated
-(a max read as min, a negation dropped, a disjunction cut, hash5's byte
-order, a MAC's text form) — so "equal" is not vacuous.
+(a max read as min, a concat ordered by text, a negation dropped, a
+disjunction cut, a replace that does nothing, hash5's byte order, a MAC's
+text form) — so "equal" is not vacuous.
 """
 
 from __future__ import annotations
@@ -124,6 +125,15 @@ def _max_to_min(head, body):
     ]
 
 
+def _concat_by_text(head, body):
+    return [
+        ("cmp", lit[1], lit[2], (*lit[3][:4], []))
+        if lit[0] == "cmp" and lit[3][0] == "agg" and lit[3][1] == "concat"
+        else lit
+        for lit in body
+    ]
+
+
 def _drop_negation_of_hoverboard(head, body):
     return [lit for lit in body if not (lit[0] == "not" and lit[1][1] == "hoverboard_tenant")]
 
@@ -139,6 +149,8 @@ def _hash5_little_endian(proto, src, dst, sport, dport):
 
 MUTATIONS = {
     "aggregate max read as min": ("rules", _max_to_min),
+    "concat ordered by its texts, not its keys": ("rules", _concat_by_text),
+    "replace a no-op": ("functor", ("replace", lambda s, old, new: s)),
     "negation dropped (!hoverboard_tenant)": ("rules", _drop_negation_of_hoverboard),
     "disjunction cut to its first alternative": ("rules", _first_alternative),
     "hash5 in little-endian": ("functor", ("hash5", _hash5_little_endian)),

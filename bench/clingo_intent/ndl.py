@@ -5,7 +5,8 @@ from netc's parser, so the clingo reference does not share netc's reading
 of the text. Produces plain tuples:
 
   expressions  ('var', name) | ('wild',) | ('const', Value) | ('bin', op, l, r)
-               | ('neg', e) | ('call', name, [args]) | ('agg', func, target, [lits])
+               | ('neg', e) | ('call', name, [args])
+               | ('agg', func, target, [lits], [order keys])   (keys: `concat x by k1, k2`)
   literals     ('atom', rel, [args]) | ('not', ('atom', ...)) | ('pred', call)
                | ('notpred', call) | ('cmp', op, l, r) | ('or', [[lits], [lits]])
   rules        Rule(head=('atom', rel, args), body=[lits], where='file:line')
@@ -21,7 +22,7 @@ from dataclasses import dataclass, field
 
 from .values import Float, Ipv4, Mac, Prefix4
 
-AGGREGATES = ("count", "sum", "min", "max", "mean")
+AGGREGATES = ("count", "sum", "min", "max", "mean", "concat")
 # functors that are constraints (hold / do not hold) rather than values
 PREDICATE_FUNCTORS = ("contains", "match")
 BIN_LEVEL = {
@@ -288,11 +289,18 @@ class _Parser:
             target = None
             if not self.at(":"):
                 target = self.expr()
+            order = []
+            if self.peek().kind == "ident" and self.peek().text == "by":
+                self.next()
+                order.append(self.expr())
+                while self.at(","):
+                    self.next()
+                    order.append(self.expr())
             self.expect(":")
             self.expect("{")
             body = self.disjunction()
             self.expect("}")
-            return ("agg", tok.text, target, body)
+            return ("agg", tok.text, target, body, order)
         return self.expr()
 
     def atom(self):

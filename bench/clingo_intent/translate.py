@@ -18,6 +18,13 @@ Rule by rule (after expanding `(a ; b)` into one rule per alternative):
   s = sum w : { B }     -> #sum{ W, vars : B };  min/max -> #min/#max over terms,
                            plus `!= #sup` / `!= #inf` (netc: no row for an
                            empty group; clingo would yield #sup/#inf)
+  s = concat x by k : { B }
+                        -> auxiliary predicates: the elements E = (k.., x) of
+                           each group G (the outer variables B uses, bound by
+                           the rule's literals before it), each element's
+                           rank (#count of smaller E), the texts joined rank
+                           by rank, and the join at rank n-1 (clingo's term
+                           order on E is netc's value order: values.py)
 The program is stratified, so clingo's grounder computes the one answer set.
 """
 
@@ -117,9 +124,15 @@ def expand_or(body: list) -> list[list]:
 
 
 class _RuleWriter:
-    def __init__(self, ctx: Context):
+    def __init__(self, ctx: Context, tag: str = "0"):
         self.ctx = ctx
         self.fresh = 0
+        # `concat`: the rule's literals translated so far, their variables,
+        # and the auxiliary rules written for it (tag keeps names unique)
+        self.outer: list[str] = []
+        self.outer_vars: list[str] = []
+        self.aux: list[str] = []
+        self.tag = tag
 
     def new(self, prefix: str) -> str:
         self.fresh += 1
@@ -188,12 +201,14 @@ class _RuleWriter:
         raise NotImplementedError(f"literal {kind}")
 
     def aggregate(self, result, agg) -> list[str]:
-        _, func, target, body = agg
+        _, func, target, body, order = agg
         if func == "mean":
             raise NotImplementedError("mean aggregate")
         conjs = expand_or(body)
         if len(conjs) != 1:
             raise NotImplementedError("disjunction inside an aggregate")
+        if func == "concat":
+            return self.concat(result, target, order, conjs[0])
         wild: list[str] = []
         conds: list[str] = []
         for lit in conjs[0]:
@@ -219,16 +234,49 @@ class _RuleWriter:
             out.append(f"{res}!=#inf")
         return pre + out
 
+    def concat(self, result, target, order: list, inner: list) -> list[str]:
+        names: list[str] = []
+        for lit in inner:
+            _lit_vars(lit, names)
+        for e in [target, *order]:
+            _free_vars(e, names)
+        group = ",".join(f"V_{n}" for n in names if n in self.outer_vars)
+        g = group + "," if group else ""
+        p = f"cc{self.tag}_{self.new('')}"
+        conds: list[str] = []
+        for lit in inner:
+            conds.extend(self.literal(lit))
+        pre: list[str] = []
+        keys = [self.term(e, pre) for e in order]
+        x = self.term(target, pre)
+        elem = f"({','.join(keys + [x])}{',' if not keys else ''})"
+        join = self.ctx.add(_clingo_fn(["a", "b"], lambda env: values.binary_cat(env["a"], env["b"])))
+        body = ", ".join(self.outer + conds + pre)
+        self.aux += [
+            f"{p}_e({g}{elem},{x}) :- {body}.",
+            f"{p}_r({g}E,R) :- {p}_e({g}E,_), R = #count{{ E2 : {p}_e({g}E2,_), E2 < E }}.",
+            f"{p}_u({g}0,X) :- {p}_r({g}E,0), {p}_e({g}E,X).",
+            f"{p}_u({g}R,S) :- {p}_u({g}R0,S0), R = R0+1, {p}_r({g}E,R), {p}_e({g}E,X), S = @{join}(S0,X).",
+            f"{p}_n({g}N) :- {p}_e({g}_,_), N = #count{{ E : {p}_e({g}E,_) }}.",
+            f"{p}({g}S) :- {p}_n({g}N), {p}_u({g}N-1,S).",
+        ]
+        rpre: list[str] = []
+        res = self.term(result, rpre)
+        return rpre + [f"{p}({g}{res})"]
+
     def rule(self, head, body: list) -> str:
         lits: list[str] = []
         for lit in body:
+            self.outer = list(lits)
             lits.extend(self.literal(lit))
+            _lit_vars(lit, self.outer_vars)
         pre: list[str] = []
         h = self.atom(head, pre)
         lits.extend(pre)
+        aux = "".join(a + "\n" for a in self.aux)
         if not lits:
-            return f"{h}."
-        return f"{h} :- {', '.join(lits)}."
+            return f"{aux}{h}."
+        return f"{aux}{h} :- {', '.join(lits)}."
 
 
 def _lit_vars(lit, out: list[str]) -> None:
@@ -250,9 +298,9 @@ def rules_to_asp(prog: Program) -> tuple[str, Context]:
     """The rules (and the rules files' own facts) as clingo text, and their @-functions."""
     ctx = Context()
     lines: list[str] = []
-    for r in prog.rules:
-        for body in expand_or(r.body):
-            w = _RuleWriter(ctx)
+    for i, r in enumerate(prog.rules):
+        for j, body in enumerate(expand_or(r.body)):
+            w = _RuleWriter(ctx, f"{i}_{j}")
             lines.append(f"% {r.where}\n{w.rule(r.head, body)}")
     for rel in sorted(prog.decls):
         lines.append(f"#defined {pred(rel)}/{len(prog.decls[rel])}.")

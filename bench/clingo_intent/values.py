@@ -277,6 +277,17 @@ def _cat(*xs):
     return "".join(xs)
 
 
+def binary_cat(a, b):
+    """`concat`'s step: two texts joined with `,`."""
+    return _cat(a, ",", b)
+
+
+def _replace(s, old, new):
+    if not all(isinstance(x, str) for x in (s, old, new)):
+        raise Undefined("replace of a non-symbol")
+    return s.replace(old, new, 1) if old else s
+
+
 def _need_int(x):
     if not isinstance(x, int):
         raise Undefined("not an integer")
@@ -289,6 +300,7 @@ def _undefined(why: str):
 
 FUNCTORS = {
     "cat": _cat,
+    "replace": _replace,
     "to_string": lambda x: to_text(x),
     "strlen": lambda s: len(s),
     "contains": _contains,
