@@ -640,12 +640,12 @@ fn render_aggregate<'s, T: Time>(
         if func == AggFunc::Count {
             return Some((ikey.apply(&r)?, Tuple::from_values(&[Value::Number(1)])));
         }
+        if parts.is_empty() {
+            return None;
+        }
         let mut t = Builder::new();
         for e in &parts {
             t.push(eval::eval(e, &r)?);
-        }
-        if parts.is_empty() {
-            return None;
         }
         Some((ikey.apply(&r)?, t.finish()))
     });
@@ -667,9 +667,6 @@ fn render_aggregate<'s, T: Time>(
 /// `None`: no result (min/max/concat of nothing, a sum type the values
 /// cannot have, a concat value that is not a symbol).
 pub(super) fn aggregate(func: AggFunc, result: Prim, input: &[(&Tuple, isize)]) -> Option<Value> {
-    if func == AggFunc::Concat {
-        return concat(input);
-    }
     let vals = input.iter().filter_map(|(t, d)| Some((t.get(0)?, *d)));
     match func {
         AggFunc::Count => {
@@ -697,7 +694,7 @@ pub(super) fn aggregate(func: AggFunc, result: Prim, input: &[(&Tuple, isize)]) 
         },
         AggFunc::Min => vals.map(|(v, _)| v).min(),
         AggFunc::Max => vals.map(|(v, _)| v).max(),
-        AggFunc::Concat => None,
+        AggFunc::Concat => concat(input),
     }
 }
 
