@@ -1,13 +1,15 @@
-//! The standard rules in a warm engine: a random sequence of DIP edits
-//! (health reports down and back up, DIPs leaving and rejoining their pool)
-//! on the Ananta example (a DIP already down, tenant and public VIPs) and
-//! the Duet example (a two-level VIP with TIPs, Rubik local mappings), each
-//! commit followed by the strongest oracle there is — every `.output`
-//! relation equals what a fresh engine computes from the same base facts.
-//! The rules that only some endpoints need (the ranks of a two-level VIP's
-//! DIPs, the live slots of a mapping with a DIP down, the host load
-//! balancer's own lists) are left unrun by most warm commits (`skip.rs`), so
-//! this is where a rule that reads the wrong neighbour would show.
+//! The standard rules in a warm engine: a random sequence of edits (DIP
+//! health reports down and back up, DIPs leaving and rejoining their pool,
+//! VMs moving to another host) on the Ananta example (a DIP already down,
+//! tenant and public VIPs), the Duet example (a two-level VIP with TIPs,
+//! Rubik local mappings) and the Andromeda example (Hoverboard and meshed
+//! tenants), each commit followed by the strongest oracle there is — every
+//! `.output` relation equals what a fresh engine computes from the same base
+//! facts. The rules that only some endpoints or tenants need (the ranks of a
+//! two-level VIP's DIPs, the live slots of a mapping with a DIP down, the
+//! host load balancer's lists, the per-VM routes of meshed tenants) are left
+//! unrun by most warm commits (`skip.rs`), so this is where a rule that reads
+//! the wrong neighbour would show.
 
 use netc_compiler::plan::{Plan, RelId};
 use netc_compiler::value::{Row, Value};
@@ -48,13 +50,18 @@ fn assert_matches_scratch(e: &Engine, context: &str) {
     }
 }
 
-fn dip_edits(example: &str, steps: usize, seed: u64) {
+fn edits(example: &str, steps: usize, seed: u64) {
     let p = plan(example);
     let (pool, health) = (rel(&p, "dip_pool"), rel(&p, "dip_health"));
+    let (vm, host) = (rel(&p, "vm"), rel(&p, "host"));
     let mut e = Engine::new(p.clone(), 1).unwrap();
     // dip_pool(vip, proto, port, tenant, vm, tport, weight)
     let pools: Vec<Row> = e.base_facts(pool);
-    assert!(pools.len() >= 4, "{example}: too few DIPs to edit");
+    let hosts: Vec<Value> = e.base_facts(host).into_iter().map(|h| h[0]).collect();
+    assert!(
+        hosts.len() >= 2,
+        "{example}: too few hosts to move VMs between"
+    );
     let mut x = seed;
     let mut next = |n: usize| {
         x = x
@@ -65,8 +72,20 @@ fn dip_edits(example: &str, steps: usize, seed: u64) {
     for step in 0..steps {
         let mut t = Transaction::new();
         for _ in 0..1 + next(2) {
+            // without DIPs (Andromeda), only VMs move
+            let what = if pools.is_empty() { 2 } else { next(3) };
+            if what == 2 {
+                // vm(tenant, name, mac, ip, host): to another host
+                let vms = e.base_facts(vm);
+                let mut moved = vms[next(vms.len())].clone();
+                t.delete(vm, moved.clone());
+                moved[4] = hosts
+                    [(hosts.iter().position(|h| *h == moved[4]).unwrap_or(0) + 1) % hosts.len()];
+                t.insert(vm, moved);
+                continue;
+            }
             let d = &pools[next(pools.len())];
-            if next(2) == 0 {
+            if what == 0 {
                 // dip_health(tenant, vm, proto, tport, status)
                 let report: Row = vec![d[3], d[4], d[1], d[5], Value::sym("down")];
                 if e.contains(health, &report) {
@@ -86,11 +105,16 @@ fn dip_edits(example: &str, steps: usize, seed: u64) {
 }
 
 #[test]
-fn ananta_dip_edits_match_from_scratch() {
-    dip_edits("ananta", 30, 11);
+fn ananta_edits_match_from_scratch() {
+    edits("ananta", 30, 11);
 }
 
 #[test]
-fn duet_dip_edits_match_from_scratch() {
-    dip_edits("duet", 12, 5);
+fn duet_edits_match_from_scratch() {
+    edits("duet", 12, 5);
+}
+
+#[test]
+fn andromeda_edits_match_from_scratch() {
+    edits("andromeda", 20, 3);
 }
