@@ -110,40 +110,49 @@ def test_exported_program_means_the_same(netc_bin, tmp_path_factory, addrs, nets
     assert read_outputs(tmp / "exp", False) == read_outputs(tmp / "orig", True)
 
 
+def export(netc_bin, path: Path, program: str) -> subprocess.CompletedProcess:
+    """`netc export --souffle` of `program`, written to `path`."""
+    path.write_text(program)
+    return subprocess.run([netc_bin, "export", "--souffle", str(path)], capture_output=True, text=True)
+
+
 def test_hash5_becomes_a_declared_user_functor(netc_bin, tmp_path):
-    (tmp_path / "h.ndl").write_text(
+    ex = export(
+        netc_bin,
+        tmp_path / "h.ndl",
         ".decl f(s: ipv4, d: ipv4)\n.decl h(v: unsigned)\n.output h\nf(10.0.0.1, 10.0.0.2).\n"
-        "h(v) :- f(s, d), v = hash5(6, s, d, 1000, 80).\n"
+        "h(v) :- f(s, d), v = hash5(6, s, d, 1000, 80).\n",
     )
-    ex = subprocess.run([netc_bin, "export", "--souffle", str(tmp_path / "h.ndl")], capture_output=True, text=True)
     assert ex.returncode == 0, ex.stderr
     assert ".functor netc_hash5(" in ex.stdout
     assert "@netc_hash5(6, " in ex.stdout
 
 
 def test_ipv6_functors_are_refused_with_a_reason(netc_bin, tmp_path):
-    (tmp_path / "v6.ndl").write_text(
+    ex = export(
+        netc_bin,
+        tmp_path / "v6.ndl",
         ".decl a(x: ipv6)\n.decl b(p: prefix6)\n.decl c(x: ipv6)\n.output c\n"
-        "a(2001:db8::1). b(2001:db8::/32).\nc(x) :- a(x), b(p), contains(p, x).\n"
+        "a(2001:db8::1). b(2001:db8::/32).\nc(x) :- a(x), b(p), contains(p, x).\n",
     )
-    ex = subprocess.run([netc_bin, "export", "--souffle", str(tmp_path / "v6.ndl")], capture_output=True, text=True)
     assert ex.returncode == 1
     assert "v6.ndl:6:1" in ex.stderr and "IPv6" in ex.stderr, ex.stderr
 
 
 def test_replace_is_a_user_functor_and_concat_is_refused(netc_bin, tmp_path):
-    (tmp_path / "r.ndl").write_text(
-        '.decl w(s: symbol)\n.decl r(s: symbol)\n.output r\nw("a,b").\n'
-        'r(x) :- w(s), x = replace(s, "a", "c").\n'
+    ex = export(
+        netc_bin,
+        tmp_path / "r.ndl",
+        '.decl w(s: symbol)\n.decl r(s: symbol)\n.output r\nw("a,b").\nr(x) :- w(s), x = replace(s, "a", "c").\n',
     )
-    ex = subprocess.run([netc_bin, "export", "--souffle", str(tmp_path / "r.ndl")], capture_output=True, text=True)
     assert ex.returncode == 0, ex.stderr
     assert ".functor netc_replace(" in ex.stdout and "@netc_replace(" in ex.stdout
-    (tmp_path / "c.ndl").write_text(
+    ex = export(
+        netc_bin,
+        tmp_path / "c.ndl",
         '.decl w(k: number, s: symbol)\n.decl r(s: symbol)\n.output r\nw(2, "b"). w(1, "a").\n'
-        "r(x) :- x = concat s by k : { w(k, s) }.\n"
+        "r(x) :- x = concat s by k : { w(k, s) }.\n",
     )
-    ex = subprocess.run([netc_bin, "export", "--souffle", str(tmp_path / "c.ndl")], capture_output=True, text=True)
     assert ex.returncode == 1
     assert "c.ndl:5:1" in ex.stderr and "concat" in ex.stderr, ex.stderr
     run = subprocess.run([netc_bin, "run", "-D", "-", str(tmp_path / "c.ndl")], capture_output=True, text=True)
