@@ -764,7 +764,8 @@ impl<'t> Parser<'t> {
         let mut order = Vec::new();
         if matches!(self.peek(), Tok::Ident(s) if s == "by") {
             let by = self.span();
-            if func != AggFunc::Concat || target.is_none() {
+            // (`by` right after the name would have been read as the target)
+            if func != AggFunc::Concat {
                 return Err(ParseError {
                     span: by,
                     message: format!("`{}` takes no `by` keys", func.name()),
