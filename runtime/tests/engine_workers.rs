@@ -1,6 +1,7 @@
-//! The worker count never changes a result: random transaction sequences
-//! over a plan with recursion, negation and aggregates give identical
-//! changes with 1 and 4 workers (and the closure matches a naive one).
+//! The worker and lane counts never change a result: random transaction
+//! sequences over a plan with recursion, negation and aggregates give
+//! identical changes with 1 and 4 workers, and with one lane and with three
+//! lanes of two workers (and the closure matches a naive one).
 
 mod engine_util;
 
@@ -172,19 +173,22 @@ proptest! {
     #[test]
     fn one_and_four_workers_agree(txs in prop::collection::vec(prop::collection::vec((0u8..4, 0i64..6, 0i64..6, prop::bool::weighted(0.7)), 1..8), 1..8)) {
         let (p, r) = plan();
-        let mut one = p.engine(1);
+        let mut one = p.engine_in_lanes(1, 1);
         let mut four = p.engine(4);
+        let mut lanes = p.engine_in_lanes(2, 3);
         let mut edges = BTreeSet::new();
         for ops in &txs {
             let t = to_tx(&r, ops, &mut edges);
             let c1 = one.commit(t.clone()).unwrap();
-            let c4 = four.commit(t).unwrap();
+            let c4 = four.commit(t.clone()).unwrap();
             prop_assert_eq!(&c1, &c4);
+            prop_assert_eq!(&c1, &lanes.commit(t).unwrap());
             let tc: Vec<_> = naive_tc(&edges).into_iter().map(|(a, b)| row(&[a, b])).collect();
             prop_assert_eq!(one.contents(r.path), tc);
         }
         for rel in 0..p.plan.relations.len() {
             prop_assert_eq!(one.contents(rel), four.contents(rel));
+            prop_assert_eq!(one.contents(rel), lanes.contents(rel));
         }
     }
 }

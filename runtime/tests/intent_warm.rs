@@ -9,7 +9,8 @@
 //! two-level VIP's DIPs, the live slots of a mapping with a DIP down, the
 //! host load balancer's lists, the per-VM routes of meshed tenants) are left
 //! unrun by most warm commits (`skip.rs`), so this is where a rule that reads
-//! the wrong neighbour would show.
+//! the wrong neighbour would show. The warm engine splits its pieces over
+//! three lanes (`lanes.rs`), the fresh one runs them all in one.
 
 use netc_compiler::plan::{Plan, RelId};
 use netc_compiler::value::{Row, Value};
@@ -37,7 +38,9 @@ fn assert_matches_scratch(e: &Engine, context: &str) {
     plan.facts = (0..plan.relations.len())
         .flat_map(|r| e.base_facts(r).into_iter().map(move |row| (r, row)))
         .collect();
-    let fresh = Engine::new(Arc::new(plan), 1).unwrap();
+    // One lane: the warm engine runs in three (`Engine::with_lanes`), so
+    // a piece decided before another lane handed it its rows would show.
+    let fresh = Engine::with_lanes(Arc::new(plan), 1, 1).unwrap();
     for (r, relation) in e.plan().relations.iter().enumerate() {
         if !relation.outputs.is_empty() {
             assert_eq!(
@@ -54,7 +57,7 @@ fn edits(example: &str, steps: usize, seed: u64) {
     let p = plan(example);
     let (pool, health) = (rel(&p, "dip_pool"), rel(&p, "dip_health"));
     let (vm, host) = (rel(&p, "vm"), rel(&p, "host"));
-    let mut e = Engine::new(p.clone(), 1).unwrap();
+    let mut e = Engine::with_lanes(p.clone(), 1, 3).unwrap();
     // dip_pool(vip, proto, port, tenant, vm, tport, weight)
     let pools: Vec<Row> = e.base_facts(pool);
     let hosts: Vec<Value> = e.base_facts(host).into_iter().map(|h| h[0]).collect();

@@ -3,9 +3,17 @@
 //! Expects: a validated plan; one [`Workers`] per engine, used from one
 //! thread at a time.
 //! Guarantees:
-//! - `workers` timely threads (`Config::process`) each build the same
-//!   dataflows (`render::build`: one per piece, `pieces.rs`) and then wait for
-//!   [`Command`]s.
+//! - `lanes` timely instances (`lanes.rs`) of `workers` threads
+//!   (`Config::process`) each; the workers of a lane each build the same
+//!   dataflows — their lane's pieces (`render::build`: one per piece,
+//!   `pieces.rs`) — and then wait for [`Command`]s.
+//! - LANES: a lane walks its own pieces in piece order; before deciding
+//!   piece `q` it publishes how far it got and waits (spinning, then
+//!   yielding; never past an abort) until every other lane has handled the
+//!   pieces `q` reads from ([`Handoff`]). Captured rows for another lane's
+//!   piece go to that piece's inbox for the same worker index, and are
+//!   taken into its pending rows when its lane reaches it; dirty stamps are
+//!   shared by all. So a piece sees exactly what it would see in one lane.
 //! - [`Workers::run`] is one epoch: every worker gets the same batch (an
 //!   `Arc`) and inserts its stride of it (update i goes to worker
 //!   i mod workers; the dataflow exchanges data by key anyway) into the
@@ -41,6 +49,7 @@
 //!   dataflow drain and joins the threads; if a worker is stuck it is
 //!   detached after a grace period rather than hanging the caller.
 
+use super::lanes::Lanes;
 use super::pieces::{Kind, PieceMap};
 use super::render::{self, Built, Dirty, Piece};
 use super::skip::Skip;
@@ -103,7 +112,11 @@ pub struct EpochOutput {
 }
 
 pub struct Workers {
+    /// One per worker thread, lane by lane (`lane * per_lane + index`).
     senders: Vec<Sender<Command>>,
+    /// Lanes (`lanes.rs`): each its own timely instance of `per_lane` workers.
+    lanes: usize,
+    per_lane: usize,
     map: Arc<PieceMap>,
     dirty: Dirty,
     /// Deferring (`skip.rs`), shared with the workers' capture operators.
@@ -111,7 +124,8 @@ pub struct Workers {
     /// Per relation, whether a stratum derives it.
     derived: Vec<bool>,
     replies: Receiver<Reply>,
-    guards: Option<WorkerGuards<()>>,
+    /// One per lane; empty once shut down.
+    guards: Vec<WorkerGuards<()>>,
     abort: Arc<AtomicBool>,
     /// Shared arrangements each worker built.
     pub arrangements: usize,
@@ -120,21 +134,23 @@ pub struct Workers {
 const SLICE: Duration = Duration::from_millis(100);
 
 impl Workers {
-    /// Starts the threads and waits until every worker has built the
-    /// dataflow. `release[s]`: the pieces of stratum `s` are released after
+    /// Starts the threads — `lanes` timely instances (`lanes.rs`) of `n`
+    /// workers each — and waits until every worker has built its lane's
+    /// pieces. `release[s]`: the pieces of stratum `s` are released after
     /// their first run (see [`Release`]). `defer`: pieces may be left unrun
     /// while their input cannot reach their output (`skip.rs`).
     pub fn start(
         plan: Arc<Plan>,
         n: usize,
+        lanes: usize,
         release: Arc<Vec<bool>>,
         defer: bool,
     ) -> Result<Workers, EngineError> {
-        if n == 0 {
+        if n == 0 || lanes == 0 {
             return Err(EngineError::NoWorkers);
         }
         let (senders, receivers): (Vec<_>, Vec<_>) =
-            (0..n).map(|_| mpsc::channel::<Command>()).unzip();
+            (0..n * lanes).map(|_| mpsc::channel::<Command>()).unzip();
         let receivers = Arc::new(Mutex::new(
             receivers.into_iter().map(Some).collect::<Vec<_>>(),
         ));
@@ -161,65 +177,94 @@ impl Workers {
                 .map(|spec| release.get(spec.stratum).copied().unwrap_or(false))
                 .collect(),
         );
-        let guards = timely::execute(timely::Config::process(n), move |worker| {
-            let index = worker.index();
-            let rx = receivers
-                .lock()
-                .ok()
-                .and_then(|mut v| v.get_mut(index).and_then(Option::take));
-            let Some(rx) = rx else {
-                let _ = reply_tx.send(Reply::Died {
-                    worker: index,
-                    message: "no command channel".into(),
-                });
-                abort_w.store(true, Ordering::SeqCst);
-                return;
-            };
-            let outcome = catch_unwind(AssertUnwindSafe(|| {
-                let release = Release::new(release.clone());
-                let pieces = Pieces {
-                    map: map.clone(),
-                    dirty: dirty.clone(),
-                    skip: skip.clone(),
+        let handoff = Arc::new(Handoff {
+            inbox: (0..map.len() * n).map(|_| Mutex::new(Vec::new())).collect(),
+            handled: (0..lanes * n).map(|_| AtomicU64::new(0)).collect(),
+            lanes: Lanes::assign(&plan, &map, lanes),
+            per_lane: n,
+        });
+        let mut guards = Vec::with_capacity(lanes);
+        for lane in 0..lanes {
+            let (receivers, reply_tx, abort_w) =
+                (receivers.clone(), reply_tx.clone(), abort_w.clone());
+            let (plan, map, dirty, skip) = (plan.clone(), map.clone(), dirty.clone(), skip.clone());
+            let (release, handoff) = (release.clone(), handoff.clone());
+            let started = timely::execute(timely::Config::process(n), move |worker| {
+                let index = lane * n + worker.index();
+                let rx = receivers
+                    .lock()
+                    .ok()
+                    .and_then(|mut v| v.get_mut(index).and_then(Option::take));
+                let Some(rx) = rx else {
+                    let _ = reply_tx.send(Reply::Died {
+                        worker: index,
+                        message: "no command channel".into(),
+                    });
+                    abort_w.store(true, Ordering::SeqCst);
+                    return;
                 };
-                worker_loop(worker, &plan, pieces, release, &rx, &reply_tx, &abort_w)
-            }));
-            if let Err(payload) = outcome {
-                let message = payload
-                    .downcast_ref::<&str>()
-                    .map(|s| s.to_string())
-                    .or_else(|| payload.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "panic".into());
-                abort_w.store(true, Ordering::SeqCst);
-                let _ = reply_tx.send(Reply::Died {
-                    worker: index,
-                    message,
-                });
-            }
-            if abort_w.load(Ordering::SeqCst) {
-                // Peers may be gone: do not wait for the dataflow to drain.
-                for id in worker.installed_dataflows() {
-                    worker.drop_dataflow(id);
+                let outcome = catch_unwind(AssertUnwindSafe(|| {
+                    let release = Release::new(release.clone());
+                    let pieces = Pieces {
+                        map: map.clone(),
+                        dirty: dirty.clone(),
+                        skip: skip.clone(),
+                        handoff: handoff.clone(),
+                        lane,
+                    };
+                    worker_loop(worker, &plan, pieces, release, &rx, &reply_tx, &abort_w)
+                }));
+                if let Err(payload) = outcome {
+                    let message = payload
+                        .downcast_ref::<&str>()
+                        .map(|s| s.to_string())
+                        .or_else(|| payload.downcast_ref::<String>().cloned())
+                        .unwrap_or_else(|| "panic".into());
+                    abort_w.store(true, Ordering::SeqCst);
+                    let _ = reply_tx.send(Reply::Died {
+                        worker: index,
+                        message,
+                    });
+                }
+                if abort_w.load(Ordering::SeqCst) {
+                    // Peers may be gone: do not wait for the dataflow to drain.
+                    for id in worker.installed_dataflows() {
+                        worker.drop_dataflow(id);
+                    }
+                }
+            });
+            match started {
+                Ok(g) => guards.push(g),
+                Err(e) => {
+                    abort.store(true, Ordering::SeqCst);
+                    return Err(EngineError::Start(e));
                 }
             }
-        })
-        .map_err(EngineError::Start)?;
+        }
         let mut w = Workers {
             senders,
+            lanes,
+            per_lane: n,
             map: map_d,
             dirty: dirty_d,
             skip: skip_d,
             derived,
             replies,
-            guards: Some(guards),
+            guards,
             abort,
             arrangements: 0,
         };
         let mut ready = 0;
-        while ready < n {
+        while ready < n * lanes {
             match w.next_reply()? {
-                Reply::Ready { result: Ok(a), .. } => {
-                    w.arrangements = a;
+                Reply::Ready {
+                    worker,
+                    result: Ok(a),
+                } => {
+                    // Every worker of a lane builds the same; lanes differ.
+                    if worker % n == 0 {
+                        w.arrangements += a;
+                    }
                     ready += 1;
                 }
                 Reply::Ready {
@@ -281,6 +326,7 @@ impl Workers {
         };
         let mut failed = None;
         let mut done = 0;
+        let mut pieces_by_lane = vec![0; self.lanes];
         while done < self.senders.len() {
             match self.next_reply()? {
                 Reply::Part {
@@ -292,13 +338,14 @@ impl Workers {
                     }
                 }
                 Reply::Done {
+                    worker,
                     epoch: e,
                     records,
                     pieces,
-                    ..
                 } if e == epoch => {
                     out.records += records;
-                    out.pieces = out.pieces.max(pieces);
+                    let lane = &mut pieces_by_lane[worker / self.per_lane];
+                    *lane = (*lane).max(pieces);
                     done += 1;
                 }
                 Reply::Died { worker, message } => {
@@ -319,6 +366,7 @@ impl Workers {
                 Reply::Ready { .. } => {}
             }
         }
+        out.pieces = pieces_by_lane.iter().sum();
         match failed {
             Some(e) => Err(e),
             None => Ok(out),
@@ -372,8 +420,9 @@ impl Workers {
                 Err(RecvTimeoutError::Timeout) => {
                     let dead = self
                         .guards
-                        .as_ref()
-                        .and_then(|g| g.guards().iter().position(|h| h.is_finished()));
+                        .iter()
+                        .flat_map(|g| g.guards())
+                        .position(|h| h.is_finished());
                     if let Some(worker) = dead {
                         // It may have reported before exiting.
                         if let Ok(r) = self.replies.try_recv() {
@@ -398,10 +447,8 @@ impl Workers {
     }
 
     fn wake(&self) {
-        if let Some(g) = &self.guards {
-            for h in g.guards() {
-                h.thread().unpark();
-            }
+        for h in self.guards.iter().flat_map(|g| g.guards()) {
+            h.thread().unpark();
         }
     }
 
@@ -413,17 +460,19 @@ impl Workers {
 
     /// Stops the workers and joins them (see module docs).
     pub fn shutdown(&mut self) {
-        let Some(guards) = self.guards.take() else {
+        let guards = std::mem::take(&mut self.guards);
+        if guards.is_empty() {
             return;
-        };
+        }
         for s in &self.senders {
             let _ = s.send(Command::Shutdown);
         }
-        for h in guards.guards() {
+        let threads = || guards.iter().flat_map(|g| g.guards());
+        for h in threads() {
             h.thread().unpark();
         }
         let deadline = Instant::now() + Duration::from_secs(10);
-        while !guards.guards().iter().all(|h| h.is_finished()) {
+        while !threads().all(|h| h.is_finished()) {
             if Instant::now() > deadline {
                 self.abort.store(true, Ordering::SeqCst);
             }
@@ -432,13 +481,15 @@ impl Workers {
                 std::mem::forget(guards);
                 return;
             }
-            for h in guards.guards() {
+            for h in threads() {
                 h.thread().unpark();
             }
             std::thread::sleep(Duration::from_millis(1));
         }
         // `join` (unlike dropping the guards) does not panic on a worker panic.
-        let _ = guards.join();
+        for g in guards {
+            let _ = g.join();
+        }
     }
 }
 
@@ -503,11 +554,69 @@ fn aborted(abort: &AtomicBool) -> bool {
 }
 
 /// What every worker builds from: the pieces, their shared dirty stamps
-/// and deferring state.
+/// and deferring state, and its lane.
 struct Pieces {
     map: Arc<PieceMap>,
     dirty: Dirty,
     skip: Option<Arc<Skip>>,
+    handoff: Arc<Handoff>,
+    lane: usize,
+}
+
+/// A worker's lane in an epoch.
+#[derive(Clone, Copy)]
+struct LaneCtx<'a> {
+    lane: usize,
+    handoff: &'a Handoff,
+}
+
+/// What the lanes share (`lanes.rs`).
+struct Handoff {
+    lanes: Lanes,
+    /// Workers per lane.
+    per_lane: usize,
+    /// Per piece, then per worker index within a lane: captured rows from
+    /// other lanes' pieces for that worker of the piece's lane, taken into
+    /// its pending rows when it reaches the piece.
+    inbox: Vec<Mutex<Updates>>,
+    /// Per worker (`lane * per_lane + index`): `stamp << 32 | x` once, in
+    /// the epoch of that stamp, it has handled each of its pieces below `x`
+    /// (run it or left it, and handed its rows on).
+    handled: Vec<AtomicU64>,
+}
+
+impl Handoff {
+    fn publish(&self, worker: usize, stamp: u64, x: usize) {
+        self.handled[worker].store(stamp << 32 | x as u64, Ordering::Release);
+    }
+
+    /// Waits until every other lane has handled what piece `q` reads from
+    /// (LANE-ORDER). `false`: aborted. Spins briefly, then yields: the
+    /// other lane is running on another core and is usually done soon.
+    fn wait_for(&self, q: usize, lane: usize, stamp: u64, abort: &AtomicBool) -> bool {
+        for other in (0..self.lanes.count).filter(|&l| l != lane) {
+            let x = self.lanes.wait(q, other);
+            if x == 0 {
+                continue;
+            }
+            let target = stamp << 32 | u64::from(x);
+            for w in other * self.per_lane..(other + 1) * self.per_lane {
+                let mut spins = 0u32;
+                while self.handled[w].load(Ordering::Acquire) < target {
+                    if aborted(abort) {
+                        return false;
+                    }
+                    spins = spins.saturating_add(1);
+                    if spins < 2_000 {
+                        std::hint::spin_loop();
+                    } else {
+                        std::thread::yield_now();
+                    }
+                }
+            }
+        }
+        true
+    }
 }
 
 /// One worker's life: build, then serve commands until shutdown.
@@ -520,11 +629,21 @@ fn worker_loop(
     tx: &Sender<Reply>,
     abort: &AtomicBool,
 ) {
-    let index = worker.index();
-    let built = render::build(worker, plan, pieces.map, pieces.dirty, pieces.skip);
+    let (lane, handoff) = (pieces.lane, pieces.handoff);
+    let index = lane * handoff.per_lane + worker.index();
+    let mine = |p: usize| handoff.lanes.of[p] == lane;
+    let built = render::build(
+        worker,
+        plan,
+        pieces.map,
+        pieces.dirty,
+        pieces.skip,
+        mine,
+        index,
+    );
     let mut b: Built = match built {
         Ok(mut b) => {
-            b.start(index);
+            b.start(worker.index());
             let _ = tx.send(Reply::Ready {
                 worker: index,
                 result: Ok(b.counters.arrangements.get()),
@@ -546,7 +665,12 @@ fn worker_loop(
         }
         match rx.try_recv() {
             Ok(Command::Commit { epoch, data }) => {
-                let Some(pieces) = run_epoch(worker, &mut b, &mut release, epoch, &data, tx, abort)
+                let lanes = LaneCtx {
+                    lane,
+                    handoff: &handoff,
+                };
+                let Some(pieces) =
+                    run_epoch(worker, &mut b, &mut release, lanes, epoch, &data, tx, abort)
                 else {
                     return;
                 };
@@ -586,16 +710,20 @@ fn worker_loop(
 /// The same pieces run on every worker: a piece's base input is decided
 /// from the whole batch, its derived input from the shared `dirty` stamps.
 /// Returns how many pieces ran; `None`: aborted, or the driver is gone.
+#[allow(clippy::too_many_arguments)]
 fn run_epoch(
     worker: &mut Worker,
     b: &mut Built,
     release: &mut Release,
+    lanes: LaneCtx<'_>,
     epoch: u64,
     data: &Updates,
     tx: &Sender<Reply>,
     abort: &AtomicBool,
 ) -> Option<usize> {
     let (index, peers) = (worker.index(), worker.peers());
+    let LaneCtx { lane, handoff } = lanes;
+    let id = lane * peers + index;
     let stamp = epoch + 1;
     b.stamp.set(stamp);
     if let Some(t) = b.trace.as_mut() {
@@ -605,7 +733,9 @@ fn run_epoch(
     for (i, (rel, t, d)) in data.iter().enumerate() {
         if i % peers == index {
             for &p in &b.map.base[*rel] {
-                b.pending[p].push((*rel, t.clone(), *d));
+                if b.pieces[p].is_some() {
+                    b.pending[p].push((*rel, t.clone(), *d));
+                }
             }
         }
     }
@@ -614,14 +744,29 @@ fn run_epoch(
     let mut pending = Updates::new();
     let mut ran = 0;
     for p in 0..b.pieces.len() {
-        let piece = &mut b.pieces[p];
+        if b.pieces[p].is_none() {
+            continue;
+        }
+        if handoff.lanes.count > 1 {
+            handoff.publish(id, stamp, p);
+            if !handoff.wait_for(p, lane, stamp, abort) {
+                return None;
+            }
+            let inbox = &mut *handoff.inbox[p * peers + index]
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            b.pending[p].append(inbox);
+        }
+        let Some(piece) = b.pieces[p].as_mut() else {
+            continue;
+        };
         // Marked by the driver (base facts) or a lower piece's capture.
         let run = b.dirty[p].load(Ordering::Acquire) == stamp;
         if release.done[p] {
             if run || !b.pending[p].is_empty() {
                 let message = format!("internal error: piece {p} was released, yet it has input");
                 let _ = tx.send(Reply::Died {
-                    worker: index,
+                    worker: id,
                     message,
                 });
                 return None;
@@ -663,7 +808,14 @@ fn run_epoch(
         }
         for (rel, t, d) in &out {
             for &q in b.map.targets(p, *rel) {
-                b.pending[q].push((*rel, t.clone(), *d));
+                if b.pieces[q].is_some() {
+                    b.pending[q].push((*rel, t.clone(), *d));
+                } else {
+                    handoff.inbox[q * peers + index]
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .push((*rel, t.clone(), *d));
+                }
             }
         }
         // A rule piece's derivations of a set relation are its union
@@ -671,7 +823,9 @@ fn run_epoch(
         if b.map.pieces[p].kind != Kind::Whole {
             out.retain(|(rel, ..)| b.map.to_driver(p, *rel));
         }
-        release.after_run(p, &mut b.pieces[p]);
+        if let Some(piece) = b.pieces[p].as_mut() {
+            release.after_run(p, piece);
+        }
         if pending.is_empty() {
             pending = out;
         } else {
@@ -680,10 +834,13 @@ fn run_epoch(
         // Never between two pieces of one stratum: a counted row's
         // changes from several rule pieces are netted in one part.
         if pending.len() >= PART_ROWS && b.map.ends_stratum(p) {
-            send_part(tx, index, epoch, &mut pending)?;
+            send_part(tx, id, epoch, &mut pending)?;
         }
     }
-    send_part(tx, index, epoch, &mut pending)?;
+    if handoff.lanes.count > 1 {
+        handoff.publish(id, stamp, b.pieces.len());
+    }
+    send_part(tx, id, epoch, &mut pending)?;
     if let Some(t) = b.trace.as_mut() {
         t.epoch_done(epoch, data.len());
     }

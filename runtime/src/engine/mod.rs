@@ -16,6 +16,8 @@
 //! - `fdcheck.rs`: rules of the shape `e(k) :- r(k, a1), r(k, a2), a1 < a2`
 //!   (a functional-dependency check), taken out of the dataflow and
 //!   evaluated by the driver from `r`'s changes, one hash update per row.
+//! - `lanes.rs`: which pieces each lane (a thread of its own timely
+//!   instance) runs, so independent pieces run side by side.
 //! - `pieces.rs`: which dataflows (pieces) a plan becomes — one per
 //!   stratum, or, for a stratum whose rules read ≥ 4 different sets of relations, one
 //!   per set of relations read plus a union piece — and where their changes go.
@@ -44,6 +46,7 @@ mod body;
 mod driver;
 mod eval;
 mod fdcheck;
+mod lanes;
 mod mirror;
 mod pieces;
 mod render;
@@ -213,6 +216,9 @@ pub struct CommitStats {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct EngineStats {
     pub workers: usize,
+    /// Lanes (`lanes.rs`): timely instances of `workers` threads each, each
+    /// running its share of the pieces.
+    pub lanes: usize,
     /// Shared arrangements (and negation key sets) each worker built.
     pub arrangements: usize,
     /// Epochs run so far (commit 0 included).
@@ -267,11 +273,42 @@ struct Checks {
     free_after_first: Vec<bool>,
 }
 
+/// Lanes for an engine of `workers` threads per lane: `NETC_ENGINE_LANES`
+/// if set (a positive number), else two when there is one worker and the
+/// machine has a second core for it, else one. Why two with one worker: a
+/// warm change's cost is per piece, not per row, and data-parallel workers
+/// each pay it for every piece; lanes split the pieces instead.
+fn default_lanes(workers: usize) -> usize {
+    if let Some(n) = std::env::var("NETC_ENGINE_LANES")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|&n| n >= 1)
+    {
+        return n;
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if workers == 1 && cores >= 2 {
+        2
+    } else {
+        1
+    }
+}
+
 impl Engine {
     /// Checks the plan, starts `workers` worker threads, builds the dataflow
     /// on each, and commits `plan.facts` as commit 0.
     pub fn new(plan: Arc<Plan>, workers: usize) -> Result<Engine, EngineError> {
-        Engine::start(plan, workers, None)
+        Engine::start(plan, workers, default_lanes(workers), None)
+    }
+
+    /// Like [`Engine::new`], with the pieces split over `lanes` lanes
+    /// (`lanes.rs`) of `workers` threads each. Results never depend on it.
+    pub fn with_lanes(
+        plan: Arc<Plan>,
+        workers: usize,
+        lanes: usize,
+    ) -> Result<Engine, EngineError> {
+        Engine::start(plan, workers, lanes, None)
     }
 
     /// Like [`Engine::new`], for a caller that evaluates once and then
@@ -293,12 +330,13 @@ impl Engine {
                 .get_mut(r)
                 .ok_or(EngineError::UnknownRelation(r))? = true;
         }
-        Engine::start(plan, workers, Some(changeable))
+        Engine::start(plan, workers, default_lanes(workers), Some(changeable))
     }
 
     fn start(
         plan: Arc<Plan>,
         workers: usize,
+        lanes: usize,
         changeable: Option<Vec<bool>>,
     ) -> Result<Engine, EngineError> {
         validate::plan(&plan)?;
@@ -332,7 +370,7 @@ impl Engine {
             checks.head[c.head] = true;
             checks.indexes.push(fdcheck::Index::new(c));
         }
-        let w = Workers::start(flow_plan.clone(), workers, Arc::new(release), defer)?;
+        let w = Workers::start(flow_plan.clone(), workers, lanes, Arc::new(release), defer)?;
         let (build_wall, build_cpu) = (
             build_start.elapsed(),
             crate::cpu::process().saturating_sub(build_cpu),
@@ -347,6 +385,7 @@ impl Engine {
         let mut engine = Engine {
             stats: EngineStats {
                 workers,
+                lanes,
                 arrangements: w.arrangements,
                 build_wall,
                 build_cpu,

@@ -187,8 +187,9 @@ pub struct Piece {
 
 /// What a worker keeps after building: its pieces and how they connect.
 pub struct Built {
-    /// In stratum order (every piece reads only lower ones).
-    pub pieces: Vec<Piece>,
+    /// In stratum order (every piece reads only lower ones); `None`: a
+    /// piece another lane builds and runs (`lanes.rs`).
+    pub pieces: Vec<Option<Piece>>,
     /// Per piece, the rows bound for its input that it has not been fed:
     /// this epoch's, or deferred ones (`skip.rs`), fed when it next runs.
     pub pending: Vec<Vec<(RelId, Tuple, isize)>>,
@@ -208,7 +209,7 @@ impl Built {
     /// Puts the single empty row in every unit input (on worker 0 only) and
     /// closes them, so it stays forever. Call once, after building.
     pub fn start(&mut self, worker_index: usize) {
-        for piece in &mut self.pieces {
+        for piece in self.pieces.iter_mut().flatten() {
             if let Some(mut u) = piece.unit.take() {
                 if worker_index == 0 {
                     u.insert(Tuple::empty());
@@ -219,15 +220,18 @@ impl Built {
     }
 }
 
-/// Builds every piece of `map` (see `pieces.rs`) as its own dataflow on
-/// `worker` (see module docs). `dirty` has one stamp per piece, shared by
-/// all workers; so is `skip` (deferring, `skip.rs`), if on.
+/// Builds every piece of `map` (see `pieces.rs`) for which `mine` holds as
+/// its own dataflow on `worker` (see module docs). `dirty` has one stamp
+/// per piece, shared by all workers of every lane; so is `skip` (deferring,
+/// `skip.rs`), if on. `id` names the worker in `NETC_ENGINE_TRACE`.
 pub fn build(
     worker: &mut Worker,
     plan: &Plan,
     map: Arc<PieceMap>,
     dirty: Dirty,
     skip: Option<Arc<Skip>>,
+    mine: impl Fn(usize) -> bool,
+    id: usize,
 ) -> Result<Built, String> {
     let names: Rc<[String]> = plan.relations.iter().map(|r| r.name.clone()).collect();
     let arities: Rc<[usize]> = plan.relations.iter().map(|r| r.arity()).collect();
@@ -242,6 +246,10 @@ pub fn build(
     let stamp = Rc::new(Cell::new(0));
     let mut pieces = Vec::with_capacity(map.len());
     for p in 0..map.len() {
+        if !mine(p) {
+            pieces.push(None);
+            continue;
+        }
         let ctx = PieceCtx {
             plan,
             piece: p,
@@ -256,13 +264,13 @@ pub fn build(
         let first = worker.peek_identifier();
         let mut piece = worker.dataflow::<u64, _, _>(|scope| build_piece(scope, ctx))?;
         piece.operators = worker.peek_identifier() - first;
-        pieces.push(piece);
+        pieces.push(Some(piece));
     }
     Ok(Built {
         pending: vec![Vec::new(); pieces.len()],
         pending_floor: vec![512; pieces.len()],
         pieces,
-        trace: Trace::from_env(plan, &map, worker.index()),
+        trace: Trace::from_env(plan, &map, id),
         map,
         dirty,
         stamp,

@@ -112,6 +112,12 @@ impl P {
     pub fn engine(&self, workers: usize) -> Engine {
         Engine::new(Arc::new(self.plan.clone()), workers).expect("engine starts")
     }
+
+    /// An engine with its pieces split over `lanes` lanes of `workers` each.
+    #[allow(dead_code)]
+    pub fn engine_in_lanes(&self, workers: usize, lanes: usize) -> Engine {
+        Engine::with_lanes(Arc::new(self.plan.clone()), workers, lanes).expect("engine starts")
+    }
 }
 
 pub fn rule(head: RelId, head_exprs: Vec<Expr>, source: Source, steps: Vec<Step>) -> RulePlan {
