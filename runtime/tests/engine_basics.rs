@@ -202,6 +202,15 @@ fn invalid_plans_and_worker_counts_are_errors() {
         Engine::new(Arc::new(p.plan.clone()), 0).err(),
         Some(EngineError::NoWorkers)
     );
+    // Lanes decide their order as the epoch goes: one worker each.
+    assert_eq!(
+        Engine::with_lanes(Arc::new(p.plan.clone()), 2, 2).err(),
+        Some(EngineError::LanesOfWorkers {
+            lanes: 2,
+            workers: 2
+        })
+    );
+    assert!(Engine::with_lanes(Arc::new(p.plan.clone()), 2, 1).is_ok());
 }
 
 #[test]

@@ -7,13 +7,14 @@
 //!   (`Config::process`) each; the workers of a lane each build the same
 //!   dataflows — their lane's pieces (`render::build`: one per piece,
 //!   `pieces.rs`) — and then wait for [`Command`]s.
-//! - LANES: a lane walks its own pieces in piece order; before deciding
-//!   piece `q` it publishes how far it got and waits (spinning, then
-//!   yielding; never past an abort) until every other lane has handled the
-//!   pieces `q` reads from ([`Handoff`]). Captured rows for another lane's
-//!   piece go to that piece's inbox for the same worker index, and are
-//!   taken into its pending rows when its lane reaches it; dirty stamps are
-//!   shared by all. So a piece sees exactly what it would see in one lane.
+//! - LANES (`lanes.rs`, one worker each): a lane runs its units (a
+//!   stratum's pieces) as they become ready — every piece they read from
+//!   handled this epoch ([`Handoff`]) — the lowest ready one first; with
+//!   none ready it waits (spinning, then yielding; never past an abort).
+//!   Captured rows for another lane's piece go to that piece's inbox and
+//!   are taken into its pending rows when its lane reaches it; dirty stamps
+//!   are shared by all. So a piece sees exactly what it would see in one
+//!   lane.
 //! - [`Workers::run`] is one epoch: every worker gets the same batch (an
 //!   `Arc`) and inserts its stride of it (update i goes to worker
 //!   i mod workers; the dataflow exchanges data by key anyway) into the
@@ -49,7 +50,7 @@
 //!   dataflow drain and joins the threads; if a worker is stuck it is
 //!   detached after a grace period rather than hanging the caller.
 
-use super::lanes::Lanes;
+use super::lanes::{Lanes, Unit};
 use super::pieces::{Kind, PieceMap};
 use super::render::{self, Built, Dirty, Piece};
 use super::skip::Skip;
@@ -149,6 +150,9 @@ impl Workers {
         if n == 0 || lanes == 0 {
             return Err(EngineError::NoWorkers);
         }
+        if lanes > 1 && n > 1 {
+            return Err(EngineError::LanesOfWorkers { lanes, workers: n });
+        }
         let (senders, receivers): (Vec<_>, Vec<_>) =
             (0..n * lanes).map(|_| mpsc::channel::<Command>()).unzip();
         let receivers = Arc::new(Mutex::new(
@@ -178,10 +182,9 @@ impl Workers {
                 .collect(),
         );
         let handoff = Arc::new(Handoff {
-            inbox: (0..map.len() * n).map(|_| Mutex::new(Vec::new())).collect(),
-            handled: (0..lanes * n).map(|_| AtomicU64::new(0)).collect(),
+            inbox: (0..map.len()).map(|_| Mutex::new(Vec::new())).collect(),
+            handled: (0..map.len()).map(|_| AtomicU64::new(0)).collect(),
             lanes: Lanes::assign(&plan, &map, lanes),
-            per_lane: n,
         });
         let mut guards = Vec::with_capacity(lanes);
         for lane in 0..lanes {
@@ -563,59 +566,31 @@ struct Pieces {
     lane: usize,
 }
 
-/// A worker's lane in an epoch.
+/// A worker's lane and its ways out, for an epoch.
 #[derive(Clone, Copy)]
 struct LaneCtx<'a> {
     lane: usize,
     handoff: &'a Handoff,
+    tx: &'a Sender<Reply>,
+    abort: &'a AtomicBool,
 }
 
 /// What the lanes share (`lanes.rs`).
 struct Handoff {
     lanes: Lanes,
-    /// Workers per lane.
-    per_lane: usize,
-    /// Per piece, then per worker index within a lane: captured rows from
-    /// other lanes' pieces for that worker of the piece's lane, taken into
-    /// its pending rows when it reaches the piece.
+    /// Per piece: captured rows from other lanes' pieces, taken into its
+    /// pending rows when its lane reaches it.
     inbox: Vec<Mutex<Updates>>,
-    /// Per worker (`lane * per_lane + index`): `stamp << 32 | x` once, in
-    /// the epoch of that stamp, it has handled each of its pieces below `x`
-    /// (run it or left it, and handed its rows on).
+    /// Per piece: the stamp of the latest epoch in which it was handled
+    /// (run, or left unrun, and its rows handed on).
     handled: Vec<AtomicU64>,
 }
 
 impl Handoff {
-    fn publish(&self, worker: usize, stamp: u64, x: usize) {
-        self.handled[worker].store(stamp << 32 | x as u64, Ordering::Release);
-    }
-
-    /// Waits until every other lane has handled what piece `q` reads from
-    /// (LANE-ORDER). `false`: aborted. Spins briefly, then yields: the
-    /// other lane is running on another core and is usually done soon.
-    fn wait_for(&self, q: usize, lane: usize, stamp: u64, abort: &AtomicBool) -> bool {
-        for other in (0..self.lanes.count).filter(|&l| l != lane) {
-            let x = self.lanes.wait(q, other);
-            if x == 0 {
-                continue;
-            }
-            let target = stamp << 32 | u64::from(x);
-            for w in other * self.per_lane..(other + 1) * self.per_lane {
-                let mut spins = 0u32;
-                while self.handled[w].load(Ordering::Acquire) < target {
-                    if aborted(abort) {
-                        return false;
-                    }
-                    spins = spins.saturating_add(1);
-                    if spins < 2_000 {
-                        std::hint::spin_loop();
-                    } else {
-                        std::thread::yield_now();
-                    }
-                }
-            }
-        }
-        true
+    fn ready(&self, unit: &Unit, stamp: u64) -> bool {
+        unit.reads
+            .iter()
+            .all(|&p| self.handled[p].load(Ordering::Acquire) == stamp)
     }
 }
 
@@ -630,7 +605,8 @@ fn worker_loop(
     abort: &AtomicBool,
 ) {
     let (lane, handoff) = (pieces.lane, pieces.handoff);
-    let index = lane * handoff.per_lane + worker.index();
+    // One worker per lane when there are several (`Workers::start`).
+    let index = lane * worker.peers() + worker.index();
     let mine = |p: usize| handoff.lanes.of[p] == lane;
     let built = render::build(
         worker,
@@ -668,9 +644,10 @@ fn worker_loop(
                 let lanes = LaneCtx {
                     lane,
                     handoff: &handoff,
+                    tx,
+                    abort,
                 };
-                let Some(pieces) =
-                    run_epoch(worker, &mut b, &mut release, lanes, epoch, &data, tx, abort)
+                let Some(pieces) = run_epoch(worker, &mut b, &mut release, lanes, epoch, &data)
                 else {
                     return;
                 };
@@ -704,13 +681,12 @@ fn worker_loop(
 
 /// One epoch on this worker (see module docs): feeds this worker's stride of
 /// the base-fact changes to the pieces that read them, then runs, in
-/// stratum order, every piece that has input this epoch (or has never run),
+/// stratum order (with lanes: LANES), every piece that has input this epoch (or has never run),
 /// handing each one's captured changes to the pieces above that read them
 /// and then, gathered into [`Reply::Part`]s, to the driver.
 /// The same pieces run on every worker: a piece's base input is decided
 /// from the whole batch, its derived input from the shared `dirty` stamps.
 /// Returns how many pieces ran; `None`: aborted, or the driver is gone.
-#[allow(clippy::too_many_arguments)]
 fn run_epoch(
     worker: &mut Worker,
     b: &mut Built,
@@ -718,14 +694,22 @@ fn run_epoch(
     lanes: LaneCtx<'_>,
     epoch: u64,
     data: &Updates,
-    tx: &Sender<Reply>,
-    abort: &AtomicBool,
 ) -> Option<usize> {
     let (index, peers) = (worker.index(), worker.peers());
-    let LaneCtx { lane, handoff } = lanes;
-    let id = lane * peers + index;
-    let stamp = epoch + 1;
-    b.stamp.set(stamp);
+    let LaneCtx {
+        lane,
+        handoff,
+        tx,
+        abort,
+    } = lanes;
+    let cx = EpochCx {
+        id: lane * peers + index,
+        stamp: epoch + 1,
+        handoff,
+        tx,
+        abort,
+    };
+    b.stamp.set(cx.stamp);
     if let Some(t) = b.trace.as_mut() {
         t.epoch_start();
         t.base_fed(&b.map, data, peers);
@@ -743,106 +727,152 @@ fn run_epoch(
     // parts of about `PART_ROWS` rows (see there).
     let mut pending = Updates::new();
     let mut ran = 0;
-    for p in 0..b.pieces.len() {
-        if b.pieces[p].is_none() {
-            continue;
-        }
-        if handoff.lanes.count > 1 {
-            handoff.publish(id, stamp, p);
-            if !handoff.wait_for(p, lane, stamp, abort) {
-                return None;
+    if handoff.lanes.count == 1 {
+        for p in 0..b.pieces.len() {
+            ran += usize::from(run_piece(worker, b, release, &cx, p, &mut pending)?);
+            // Never between two pieces of one stratum: a counted row's
+            // changes from several rule pieces are netted in one part.
+            if pending.len() >= PART_ROWS && b.map.ends_stratum(p) {
+                send_part(tx, cx.id, epoch, &mut pending)?;
             }
-            let inbox = &mut *handoff.inbox[p * peers + index]
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            b.pending[p].append(inbox);
         }
-        let Some(piece) = b.pieces[p].as_mut() else {
-            continue;
-        };
-        // Marked by the driver (base facts) or a lower piece's capture.
-        let run = b.dirty[p].load(Ordering::Acquire) == stamp;
-        if release.done[p] {
-            if run || !b.pending[p].is_empty() {
-                let message = format!("internal error: piece {p} was released, yet it has input");
-                let _ = tx.send(Reply::Died {
-                    worker: id,
-                    message,
-                });
-                return None;
-            }
-            continue;
-        }
-        if piece.time > 0 && !run {
-            // Deferred rows (`skip.rs`): a row and its undoing cancel here.
-            let rows = &mut b.pending[p];
-            if rows.len() > 2 * b.pending_floor[p] {
-                super::consolidate(rows);
-                b.pending_floor[p] = rows.len().max(512);
-            }
-            continue;
-        }
-        // Taken, not drained: the first epoch's buffers are large.
-        for (rel, t, d) in std::mem::take(&mut b.pending[p]) {
-            piece.input.update((rel, t), d);
-        }
-        ran += 1;
-        let started = b.trace.as_ref().map(|t| t.start(b.counters.records.get()));
-        let mut steps = 0u32;
-        piece.time += 1;
-        let next = piece.time;
-        piece.input.advance_to(next);
-        piece.input.flush();
-        while piece.frontier.get() < next {
-            if aborted(abort) {
-                return None;
-            }
-            worker.step_or_park(Some(SLICE));
-            steps += 1;
-        }
-        let mut out = std::mem::take(&mut *piece.captured.borrow_mut());
-        if let (Some(t), Some(start)) = (b.trace.as_mut(), started) {
-            let records = b.counters.records.get();
-            t.piece(p, piece.operators, steps, records, out.len(), start);
-            t.derived_fed(&b.map, p, &out);
-        }
-        for (rel, t, d) in &out {
-            for &q in b.map.targets(p, *rel) {
-                if b.pieces[q].is_some() {
-                    b.pending[q].push((*rel, t.clone(), *d));
-                } else {
-                    handoff.inbox[q * peers + index]
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .push((*rel, t.clone(), *d));
+    } else {
+        // LANE-READY: the lowest ready unit first.
+        let units = &handoff.lanes.units[lane];
+        let mut left: Vec<usize> = (0..units.len()).collect();
+        let mut idle = 0u32;
+        while !left.is_empty() {
+            let Some(k) = left
+                .iter()
+                .position(|&u| handoff.ready(&units[u], cx.stamp))
+            else {
+                if aborted(abort) {
+                    return None;
                 }
+                idle = idle.saturating_add(1);
+                if idle < 2_000 {
+                    std::hint::spin_loop();
+                } else {
+                    std::thread::yield_now();
+                }
+                continue;
+            };
+            idle = 0;
+            let unit = &units[left.remove(k)];
+            for p in unit.first..unit.end {
+                let inbox = std::mem::take(
+                    &mut *handoff.inbox[p]
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner),
+                );
+                b.pending[p].extend(inbox);
+                ran += usize::from(run_piece(worker, b, release, &cx, p, &mut pending)?);
+                handoff.handled[p].store(cx.stamp, Ordering::Release);
+            }
+            if pending.len() >= PART_ROWS {
+                send_part(tx, cx.id, epoch, &mut pending)?;
             }
         }
-        // A rule piece's derivations of a set relation are its union
-        // piece's input only (see `pieces.rs`).
-        if b.map.pieces[p].kind != Kind::Whole {
-            out.retain(|(rel, ..)| b.map.to_driver(p, *rel));
-        }
-        if let Some(piece) = b.pieces[p].as_mut() {
-            release.after_run(p, piece);
-        }
-        if pending.is_empty() {
-            pending = out;
-        } else {
-            pending.extend(out);
-        }
-        // Never between two pieces of one stratum: a counted row's
-        // changes from several rule pieces are netted in one part.
-        if pending.len() >= PART_ROWS && b.map.ends_stratum(p) {
-            send_part(tx, id, epoch, &mut pending)?;
-        }
     }
-    if handoff.lanes.count > 1 {
-        handoff.publish(id, stamp, b.pieces.len());
-    }
-    send_part(tx, id, epoch, &mut pending)?;
+    send_part(tx, cx.id, epoch, &mut pending)?;
     if let Some(t) = b.trace.as_mut() {
         t.epoch_done(epoch, data.len());
     }
     Some(ran)
+}
+
+/// What every piece of one epoch on one worker shares.
+struct EpochCx<'a> {
+    /// The worker's number among all lanes' workers.
+    id: usize,
+    stamp: u64,
+    handoff: &'a Handoff,
+    tx: &'a Sender<Reply>,
+    abort: &'a AtomicBool,
+}
+
+/// Piece `p` in this epoch, if this worker builds it: runs it if it has
+/// input (or never ran) and hands its captured changes to its readers'
+/// pending rows (another lane's: their inboxes) and, for the driver, to
+/// `pending`. `Some(true)`: it ran; `None`: aborted, or the driver is gone.
+fn run_piece(
+    worker: &mut Worker,
+    b: &mut Built,
+    release: &mut Release,
+    cx: &EpochCx<'_>,
+    p: usize,
+    pending: &mut Updates,
+) -> Option<bool> {
+    let Some(piece) = b.pieces[p].as_mut() else {
+        return Some(false);
+    };
+    // Marked by the driver (base facts) or a lower piece's capture.
+    let run = b.dirty[p].load(Ordering::Acquire) == cx.stamp;
+    if release.done[p] {
+        if run || !b.pending[p].is_empty() {
+            let message = format!("internal error: piece {p} was released, yet it has input");
+            let _ = cx.tx.send(Reply::Died {
+                worker: cx.id,
+                message,
+            });
+            return None;
+        }
+        return Some(false);
+    }
+    if piece.time > 0 && !run {
+        // Deferred rows (`skip.rs`): a row and its undoing cancel here.
+        let rows = &mut b.pending[p];
+        if rows.len() > 2 * b.pending_floor[p] {
+            super::consolidate(rows);
+            b.pending_floor[p] = rows.len().max(512);
+        }
+        return Some(false);
+    }
+    // Taken, not drained: the first epoch's buffers are large.
+    for (rel, t, d) in std::mem::take(&mut b.pending[p]) {
+        piece.input.update((rel, t), d);
+    }
+    let started = b.trace.as_ref().map(|t| t.start(b.counters.records.get()));
+    let mut steps = 0u32;
+    piece.time += 1;
+    let next = piece.time;
+    piece.input.advance_to(next);
+    piece.input.flush();
+    while piece.frontier.get() < next {
+        if aborted(cx.abort) {
+            return None;
+        }
+        worker.step_or_park(Some(SLICE));
+        steps += 1;
+    }
+    let mut out = std::mem::take(&mut *piece.captured.borrow_mut());
+    if let (Some(t), Some(start)) = (b.trace.as_mut(), started) {
+        let records = b.counters.records.get();
+        t.piece(p, piece.operators, steps, records, out.len(), start);
+        t.derived_fed(&b.map, p, &out);
+    }
+    release.after_run(p, piece);
+    for (rel, t, d) in &out {
+        for &q in b.map.targets(p, *rel) {
+            if b.pieces[q].is_some() {
+                b.pending[q].push((*rel, t.clone(), *d));
+            } else {
+                cx.handoff.inbox[q]
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push((*rel, t.clone(), *d));
+            }
+        }
+    }
+    // A rule piece's derivations of a set relation are its union
+    // piece's input only (see `pieces.rs`).
+    if b.map.pieces[p].kind != Kind::Whole {
+        out.retain(|(rel, ..)| b.map.to_driver(p, *rel));
+    }
+    if pending.is_empty() {
+        *pending = out;
+    } else {
+        pending.extend(out);
+    }
+    Some(true)
 }

@@ -5,10 +5,14 @@
 //! - LANE-STRATUM: every piece of a stratum is in one lane, so a counted
 //!   row's changes from several rule pieces still reach the driver in one
 //!   part of one worker (`driver.rs`).
-//! - LANE-ORDER: each lane runs its own pieces in piece order; before it
-//!   decides whether piece `q` runs, every other lane has handled all of its
-//!   pieces that `q` reads from ([`Lanes::wait`]). Waits point only to lower
-//!   pieces, so two lanes never wait on each other.
+//! - LANE-READY: a lane runs its strata as *units* (a stratum's pieces, in
+//!   order), each as soon as every piece it reads from, in any lane, has been
+//!   handled this epoch (run, or left unrun) — the lowest such unit first,
+//!   so not necessarily in piece order: while one unit waits for the other
+//!   lane, a later independent one runs. Reads point only to lower pieces,
+//!   so some unit is always ready: two lanes never wait on each other.
+//! - One worker per lane: the workers of a lane must run its pieces in the
+//!   same order, and the order is decided as the epoch goes.
 //! - The assignment depends on the plan only: every run of a plan splits
 //!   the same way, and results never depend on it (only the wall time).
 //!
@@ -26,16 +30,22 @@
 use super::pieces::{Kind, PieceMap};
 use netc_compiler::plan::{Body, Plan, Step};
 
-/// Which lane runs each piece, and what each piece waits for.
+/// Which lane runs each piece, and what each unit waits for.
 pub struct Lanes {
     /// How many lanes (1: every piece in lane 0, nothing to wait for).
     pub count: usize,
     /// Per piece: its lane.
     pub of: Vec<usize>,
-    /// Per piece, then per lane: how far (in piece order) that lane must
-    /// have handled its own pieces before this piece is decided — one past
-    /// the highest piece of that lane it reads from; 0: nothing.
-    wait: Vec<u32>,
+    /// Per lane: its units (a stratum's pieces, `first..end`), in order.
+    pub units: Vec<Vec<Unit>>,
+}
+
+/// One stratum's pieces, run together by one lane.
+pub struct Unit {
+    pub first: usize,
+    pub end: usize,
+    /// The pieces of other units it reads from.
+    pub reads: Vec<usize>,
 }
 
 impl Lanes {
@@ -55,6 +65,7 @@ impl Lanes {
         let mut of = vec![0; n];
         let mut finish = vec![0.0f64; n];
         let mut free = vec![0.0f64; count];
+        let mut units: Vec<Vec<Unit>> = (0..count).map(|_| Vec::new()).collect();
         let mut p = 0;
         while p < n {
             let stratum = map.pieces[p].stratum;
@@ -75,22 +86,20 @@ impl Lanes {
                 finish[q] = t;
             }
             free[lane] = t;
+            let mut reads: Vec<usize> = (p..end)
+                .flat_map(|q| preds[q].iter().copied())
+                .filter(|r| !(p..end).contains(r))
+                .collect();
+            reads.sort_unstable();
+            reads.dedup();
+            units[lane].push(Unit {
+                first: p,
+                end,
+                reads,
+            });
             p = end;
         }
-        let mut wait = vec![0u32; n * count];
-        for q in 0..n {
-            for &r in &preds[q] {
-                let w = &mut wait[q * count + of[r]];
-                *w = (*w).max(r as u32 + 1);
-            }
-        }
-        Lanes { count, of, wait }
-    }
-
-    /// How far lane `lane` must have handled its pieces before piece `q`
-    /// is decided (see [`Lanes::wait`]'s field docs).
-    pub fn wait(&self, q: usize, lane: usize) -> u32 {
-        self.wait[q * self.count + lane]
+        Lanes { count, of, units }
     }
 }
 
@@ -131,9 +140,9 @@ fn body_steps(body: &Body) -> usize {
 mod tests {
     use super::*;
 
-    /// Two independent chains go to different lanes; a piece reading both
-    /// waits for the other lane's piece it reads; a split stratum's pieces
-    /// share a lane.
+    /// Two independent chains go to different lanes; a unit reading both
+    /// waits for the pieces it reads; a split stratum's pieces share a lane
+    /// and a unit.
     #[test]
     fn independent_chains_split_and_readers_wait() {
         let text = "
@@ -170,15 +179,17 @@ mod tests {
             .collect();
         assert!(w.len() >= 4, "w is split: {w:?}");
         assert!(w.iter().all(|&p| lanes.of[p] == lanes.of[w[0]]));
-        let reader = w
+        let unit = lanes.units[lanes.of[w[0]]]
             .iter()
-            .copied()
-            .find(|&p| map.pieces[p].reads.contains(&id("u")))
+            .find(|x| x.first == w[0])
             .unwrap();
-        for (x, &lane) in [u, v].iter().zip([lanes.of[u], lanes.of[v]].iter()) {
-            assert_eq!(lanes.wait(reader, lane), *x as u32 + 1);
-        }
+        assert_eq!(unit.end, w[w.len() - 1] + 1, "w's pieces are one unit");
+        assert!(unit.reads.contains(&u) && unit.reads.contains(&v));
+        assert!(unit.reads.iter().all(|r| !w.contains(r)));
         let one = Lanes::assign(&plan, &map, 1);
         assert!(one.of.iter().all(|&l| l == 0));
+        assert_eq!(one.units[0].len(), plan.strata.len());
+        let covered: usize = lanes.units.iter().flatten().map(|x| x.end - x.first).sum();
+        assert_eq!(covered, map.len(), "every piece is in one unit");
     }
 }

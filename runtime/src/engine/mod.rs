@@ -94,6 +94,8 @@ pub enum EngineError {
     },
     #[error("the engine needs at least one worker")]
     NoWorkers,
+    #[error("{lanes} lanes need one worker each, not {workers}")]
+    LanesOfWorkers { lanes: usize, workers: usize },
     #[error("could not start the worker threads: {0}")]
     Start(String),
     #[error("internal error: engine worker {worker} failed: {message}")]
@@ -273,12 +275,16 @@ struct Checks {
     free_after_first: Vec<bool>,
 }
 
-/// Lanes for an engine of `workers` threads per lane: `NETC_ENGINE_LANES`
-/// if set (a positive number), else two when there is one worker and the
-/// machine has a second core for it, else one. Why two with one worker: a
-/// warm change's cost is per piece, not per row, and data-parallel workers
-/// each pay it for every piece; lanes split the pieces instead.
+/// Lanes for an engine of `workers` threads: one for several workers
+/// (lanes have one worker each); else `NETC_ENGINE_LANES` if set (a
+/// positive number), else two when the machine has a second core for it.
+/// Why two: a warm change's cost is per piece, not per row, and
+/// data-parallel workers each pay it for every piece; lanes split the
+/// pieces instead.
 fn default_lanes(workers: usize) -> usize {
+    if workers > 1 {
+        return 1;
+    }
     if let Some(n) = std::env::var("NETC_ENGINE_LANES")
         .ok()
         .and_then(|v| v.trim().parse::<usize>().ok())
@@ -287,7 +293,7 @@ fn default_lanes(workers: usize) -> usize {
         return n;
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    if workers == 1 && cores >= 2 {
+    if cores >= 2 {
         2
     } else {
         1
@@ -302,7 +308,8 @@ impl Engine {
     }
 
     /// Like [`Engine::new`], with the pieces split over `lanes` lanes
-    /// (`lanes.rs`) of `workers` threads each. Results never depend on it.
+    /// (`lanes.rs`) of `workers` threads each; several lanes need one worker
+    /// each ([`EngineError::LanesOfWorkers`]). Results never depend on it.
     pub fn with_lanes(
         plan: Arc<Plan>,
         workers: usize,
