@@ -139,6 +139,8 @@ pub fn run(a: &IntentArgs) -> Result<Json, String> {
 
     let t_eval = Instant::now();
     let (mut engine, placement) = evaluate(plan.clone(), a.workers)?;
+    // Lanes (the engine's default: two on a machine with a second core).
+    let lanes = engine.stats().lanes;
     let eval_s = secs(t_eval);
     let rss_after_eval = measure::peak_rss_mib();
     eprintln!("[intent] evaluated in {eval_s:.2} s");
@@ -302,6 +304,7 @@ pub fn run(a: &IntentArgs) -> Result<Json, String> {
     Ok(json!({
         "intent": a.intent.display().to_string(),
         "workers": a.workers,
+        "lanes": lanes,
         "vms": vms,
         "ovs_flows": flows,
         "artifacts": artifacts,
