@@ -77,7 +77,9 @@ enum Command {
         /// Directory for outputs: each `.output R` is written to DIR/R.csv; `-` prints to stdout.
         #[arg(short = 'D', long = "output", value_name = "DIR", default_value = ".")]
         output: String,
-        /// Timely worker threads; never changes results.
+        /// Timely worker threads; never changes results. With one, the engine
+        /// runs its dataflows on two lanes (threads) when a second core exists
+        /// (NETC_ENGINE_LANES=N sets N).
         #[arg(short = 'w', long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
         workers: u16,
         /// A script of transactions to apply after the initial evaluation.
@@ -173,6 +175,7 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         rules: Option<PathBuf>,
         /// Timely worker threads; never changes results [default: the available cores, at most 4].
+        /// With one, the engine runs its dataflows on two lanes (threads) when a second core exists.
         #[arg(short = 'w', long, value_parser = clap::value_parser!(u16).range(1..=64))]
         workers: Option<u16>,
         /// Print a JSON summary (files, relations, artifacts) or the errors.
