@@ -8,13 +8,15 @@
 //! handled, rows captured,
 //! the rows its input was fed on this worker before it ran (`in_base`: base
 //! facts; `in_derived`: lower pieces' captured changes), microseconds of
-//! wall time and of this worker thread's CPU time (`cpu_us`) — and a total
+//! wall time and of this worker thread's CPU time (`cpu_us`), when it
+//! started in the epoch (`at_us`; with lanes, the gaps between a lane's
+//! pieces are its waits for the other) — and a total
 //! line with the epoch's wall and CPU time and the CPU spent outside any
 //! piece's steps (`feed_cpu_us`: handing base facts and captured changes to
-//! the pieces' inputs, sending parts):
+//! the pieces' inputs, sending parts, and with lanes waiting):
 //!
 //! ```text
-//! netc-trace w0 piece 191 ovs_flow ops 793 steps 4 rec 82 out 38 in_base 0 in_derived 40 us 1816 cpu_us 1790
+//! netc-trace w0 piece 191 ovs_flow ops 793 steps 4 rec 82 out 38 in_base 0 in_derived 40 us 1816 cpu_us 1790 at_us 2210
 //! netc-trace w0 epoch 12 inputs 2 pieces 94 ops 5466 us 16437 cpu_us 16100 feed_cpu_us 310
 //! ```
 //!
@@ -123,13 +125,17 @@ impl Trace {
         self.runs += 1;
         self.operators += ops;
         let us = s.at.elapsed().as_micros();
+        // When it started in its epoch: with lanes, the gaps are waits.
+        let at = self
+            .started
+            .map_or(0, |(t, _)| s.at.saturating_duration_since(t).as_micros());
         let (fb, fd) = (
             std::mem::take(&mut self.fed_base[p]),
             std::mem::take(&mut self.fed_derived[p]),
         );
         let _ = writeln!(
             self.lines,
-            "netc-trace w{} piece {p} {} ops {ops} steps {steps} rec {} out {out} in_base {fb} in_derived {fd} us {us} cpu_us {}",
+            "netc-trace w{} piece {p} {} ops {ops} steps {steps} rec {} out {out} in_base {fb} in_derived {fd} us {us} cpu_us {} at_us {at}",
             self.worker,
             self.labels[p],
             records.saturating_sub(s.records),
@@ -204,11 +210,16 @@ mod tests {
             line.contains(" rec 5 out 3 in_base 2 in_derived 0 "),
             "{line}"
         );
-        let cpu: u128 = line.rsplit(' ').next().unwrap().parse().unwrap();
-        assert!(cpu >= 19_000, "{line}");
+        let field = |line: &str, name: &str| -> u128 {
+            let mut words = line.split(' ').skip_while(|w| *w != name);
+            words.nth(1).and_then(|v| v.parse().ok()).expect(name)
+        };
+        assert!(field(&line, "cpu_us") >= 19_000, "{line}");
         let s = t.start(15);
         t.piece(pw, 7, 1, 15, 0, s);
         let line = t.lines.lines().nth(1).unwrap().to_string();
         assert!(line.contains(" in_base 0 in_derived 3 "), "{line}");
+        // It started after the first piece's 20 ms, in the same epoch.
+        assert!(field(&line, "at_us") >= 19_000, "{line}");
     }
 }
