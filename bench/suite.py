@@ -305,7 +305,7 @@ class Suite:
                    "--work", str(self.work / f"verify-{preset}"), "--mem-limit", str(self.cap), "--skip-build"]
             if a.from_head:  # built from a snapshot of that commit; otherwise run.py records `unknown`
                 cmd += ["--binaries-commit", self.doc["commit"]]
-            r = self.step(f"{preset} verification (full + {a.verify_changes} incremental)", cmd, env=env, keep_stdout=False)
+            r = self.step(f"{preset} verification (full + {a.verify_changes} incremental)", cmd, timeout=a.verify_timeout, env=env, keep_stdout=False)
             if r["rc"] == 0 and js.exists():
                 ver[preset] = {"status": "ok", "result": json.loads(js.read_text()), "process": r}
             else:
@@ -520,6 +520,9 @@ def main() -> int:
     ap.add_argument("--hoverboard-vms", type=int, nargs="*", default=[1000, 10000, 100000])
     ap.add_argument("--verify", nargs="*", default=None, choices=["S", "M", "L"], help="presets to verify, full + incremental (default: every preset run; bare --verify: none)")
     ap.add_argument("--verify-changes", type=int, default=100, help="one-VM/ACL changes re-verified incrementally per preset (default 100)")
+    # L's full verification alone takes ~16 min and its 100 changes ~20 more
+    # (AFF-4 re-checks a DIP VM in full): the general step timeout killed it.
+    ap.add_argument("--verify-timeout", type=float, default=3600.0, help="per verification step, seconds (default 3600: L needs ~40 min)")
     ap.add_argument("--clingo", nargs="*", default=None, choices=["S", "M"], help="presets for clingo on the same rules and facts, from scratch (default: S and M if run; bare --clingo: none)")
     ap.add_argument("--quick", action="store_true", help="S only, 50 changes, one from-scratch sample; no verification, clingo or scaling")
     ap.add_argument("--skip-build", action="store_true", help="use the binaries already in $CARGO_TARGET_DIR/release")
