@@ -37,7 +37,8 @@
 //! committed deletes) and what its rules derive. [`Engine::new`] loads
 //! `plan.facts` as commit 0. Each [`Engine::commit`] applies a transaction
 //! atomically and returns exactly `contents after − contents before` for
-//! every relation that changed. Results do not depend on the worker count.
+//! every relation that changed. Results do not depend on the worker or lane
+//! count.
 //! A one-shot engine ([`Engine::new_one_shot`]) computes the same, but
 //! after commit 0 it can change only the relations it was started with.
 
