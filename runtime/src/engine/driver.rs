@@ -566,10 +566,12 @@ struct Pieces {
     lane: usize,
 }
 
-/// A worker's lane and its ways out, for an epoch.
+/// A worker's place among the lanes and its ways out.
 #[derive(Clone, Copy)]
 struct LaneCtx<'a> {
     lane: usize,
+    /// The worker's number among all lanes' workers.
+    id: usize,
     handoff: &'a Handoff,
     tx: &'a Sender<Reply>,
     abort: &'a AtomicBool,
@@ -617,6 +619,13 @@ fn worker_loop(
         mine,
         index,
     );
+    let cx = LaneCtx {
+        lane,
+        id: index,
+        handoff: &handoff,
+        tx,
+        abort,
+    };
     let mut b: Built = match built {
         Ok(mut b) => {
             b.start(worker.index());
@@ -641,13 +650,7 @@ fn worker_loop(
         }
         match rx.try_recv() {
             Ok(Command::Commit { epoch, data }) => {
-                let lanes = LaneCtx {
-                    lane,
-                    handoff: &handoff,
-                    tx,
-                    abort,
-                };
-                let Some(pieces) = run_epoch(worker, &mut b, &mut release, lanes, epoch, &data)
+                let Some(pieces) = run_epoch(worker, &mut b, &mut release, &cx, epoch, &data)
                 else {
                     return;
                 };
@@ -691,25 +694,14 @@ fn run_epoch(
     worker: &mut Worker,
     b: &mut Built,
     release: &mut Release,
-    lanes: LaneCtx<'_>,
+    cx: &LaneCtx<'_>,
     epoch: u64,
     data: &Updates,
 ) -> Option<usize> {
     let (index, peers) = (worker.index(), worker.peers());
-    let LaneCtx {
-        lane,
-        handoff,
-        tx,
-        abort,
-    } = lanes;
-    let cx = EpochCx {
-        id: lane * peers + index,
-        stamp: epoch + 1,
-        handoff,
-        tx,
-        abort,
-    };
-    b.stamp.set(cx.stamp);
+    let (handoff, tx) = (cx.handoff, cx.tx);
+    let stamp = epoch + 1;
+    b.stamp.set(stamp);
     if let Some(t) = b.trace.as_mut() {
         t.epoch_start();
         t.base_fed(&b.map, data, peers);
@@ -729,7 +721,7 @@ fn run_epoch(
     let mut ran = 0;
     if handoff.lanes.count == 1 {
         for p in 0..b.pieces.len() {
-            ran += usize::from(run_piece(worker, b, release, &cx, p, &mut pending)?);
+            ran += usize::from(run_piece(worker, b, release, cx, stamp, p, &mut pending)?);
             // Never between two pieces of one stratum: a counted row's
             // changes from several rule pieces are netted in one part.
             if pending.len() >= PART_ROWS && b.map.ends_stratum(p) {
@@ -738,15 +730,12 @@ fn run_epoch(
         }
     } else {
         // LANE-READY: the lowest ready unit first.
-        let units = &handoff.lanes.units[lane];
+        let units = &handoff.lanes.units[cx.lane];
         let mut left: Vec<usize> = (0..units.len()).collect();
         let mut idle = 0u32;
         while !left.is_empty() {
-            let Some(k) = left
-                .iter()
-                .position(|&u| handoff.ready(&units[u], cx.stamp))
-            else {
-                if aborted(abort) {
+            let Some(k) = left.iter().position(|&u| handoff.ready(&units[u], stamp)) else {
+                if aborted(cx.abort) {
                     return None;
                 }
                 idle = idle.saturating_add(1);
@@ -766,8 +755,8 @@ fn run_epoch(
                         .unwrap_or_else(PoisonError::into_inner),
                 );
                 b.pending[p].extend(inbox);
-                ran += usize::from(run_piece(worker, b, release, &cx, p, &mut pending)?);
-                handoff.handled[p].store(cx.stamp, Ordering::Release);
+                ran += usize::from(run_piece(worker, b, release, cx, stamp, p, &mut pending)?);
+                handoff.handled[p].store(stamp, Ordering::Release);
             }
             if pending.len() >= PART_ROWS {
                 send_part(tx, cx.id, epoch, &mut pending)?;
@@ -781,16 +770,6 @@ fn run_epoch(
     Some(ran)
 }
 
-/// What every piece of one epoch on one worker shares.
-struct EpochCx<'a> {
-    /// The worker's number among all lanes' workers.
-    id: usize,
-    stamp: u64,
-    handoff: &'a Handoff,
-    tx: &'a Sender<Reply>,
-    abort: &'a AtomicBool,
-}
-
 /// Piece `p` in this epoch, if this worker builds it: runs it if it has
 /// input (or never ran) and hands its captured changes to its readers'
 /// pending rows (another lane's: their inboxes) and, for the driver, to
@@ -799,7 +778,8 @@ fn run_piece(
     worker: &mut Worker,
     b: &mut Built,
     release: &mut Release,
-    cx: &EpochCx<'_>,
+    cx: &LaneCtx<'_>,
+    stamp: u64,
     p: usize,
     pending: &mut Updates,
 ) -> Option<bool> {
@@ -807,7 +787,7 @@ fn run_piece(
         return Some(false);
     };
     // Marked by the driver (base facts) or a lower piece's capture.
-    let run = b.dirty[p].load(Ordering::Acquire) == cx.stamp;
+    let run = b.dirty[p].load(Ordering::Acquire) == stamp;
     if release.done[p] {
         if run || !b.pending[p].is_empty() {
             let message = format!("internal error: piece {p} was released, yet it has input");
