@@ -9,8 +9,10 @@
 //!   `pieces.rs`) — and then wait for [`Command`]s.
 //! - LANES (`lanes.rs`, one worker each): a lane runs its units (a
 //!   stratum's pieces) as they become ready — every piece they read from
-//!   handled this epoch ([`Handoff`]) — the lowest ready one first; with
-//!   none ready it waits (spinning, then yielding; never past an abort).
+//!   settled this epoch ([`Handoff::settled`]: handled by its lane, or seen
+//!   by either lane to be unmarked with all its own inputs settled) — the
+//!   lowest ready one first; with none ready it waits (spinning, then
+//!   yielding; never past an abort).
 //!   Captured rows for another lane's piece go to that piece's inbox and
 //!   are taken into its pending rows when its lane reaches it; dirty stamps
 //!   are shared by all. So a piece sees exactly what it would see in one
@@ -184,6 +186,7 @@ impl Workers {
         let handoff = Arc::new(Handoff {
             inbox: (0..map.len()).map(|_| Mutex::new(Vec::new())).collect(),
             handled: (0..map.len()).map(|_| AtomicU64::new(0)).collect(),
+            dirty: dirty.clone(),
             lanes: Lanes::assign(&plan, &map, lanes),
         });
         let mut guards = Vec::with_capacity(lanes);
@@ -584,15 +587,47 @@ struct Handoff {
     /// pending rows when its lane reaches it.
     inbox: Vec<Mutex<Updates>>,
     /// Per piece: the stamp of the latest epoch in which it was handled
-    /// (run, or left unrun, and its rows handed on).
+    /// (run, or left unrun, and its rows handed on), or seen settled.
     handled: Vec<AtomicU64>,
+    /// The pieces' run marks (what makes a piece run this epoch).
+    dirty: Dirty,
 }
+
+/// How far [`Handoff::settled`] looks down a piece's inputs in one call.
+const SETTLE_DEPTH: u32 = 32;
 
 impl Handoff {
     fn ready(&self, unit: &Unit, stamp: u64) -> bool {
         unit.reads
             .iter()
-            .all(|&p| self.handled[p].load(Ordering::Acquire) == stamp)
+            .all(|&p| self.settled(p, stamp, SETTLE_DEPTH))
+    }
+
+    /// Whether piece `p` can bring no more changes this epoch: its lane
+    /// handled it, or (after the first epoch, when every piece runs) nothing
+    /// marked it to run and every piece it reads from is settled — the
+    /// driver marks base facts' pieces before the epoch and a piece's
+    /// readers are marked by its capture before it counts as handled, so
+    /// no mark can come later. Why: a lane busy with a long piece is slow
+    /// to pass over the unmarked pieces of its own that the other lane's
+    /// next unit reads; the waiting lane sees them settled itself (and
+    /// records it, so the next look is one load).
+    fn settled(&self, p: usize, stamp: u64, depth: u32) -> bool {
+        if self.handled[p].load(Ordering::Acquire) == stamp {
+            return true;
+        }
+        let clean = stamp > 1
+            && depth > 0
+            && self.dirty[p].load(Ordering::Acquire) != stamp
+            && self.lanes.preds[p]
+                .iter()
+                .all(|&q| self.settled(q, stamp, depth - 1));
+        // Marks come only before the inputs settle: re-read after them.
+        if clean && self.dirty[p].load(Ordering::Acquire) != stamp {
+            self.handled[p].fetch_max(stamp, Ordering::AcqRel);
+            return true;
+        }
+        false
     }
 }
 

@@ -6,8 +6,10 @@
 //!   row's changes from several rule pieces still reach the driver in one
 //!   part of one worker (`driver.rs`).
 //! - LANE-READY: a lane runs its strata as *units* (a stratum's pieces, in
-//!   order), each as soon as every piece it reads from, in any lane, has been
-//!   handled this epoch (run, or left unrun) — the lowest such unit first,
+//!   order), each as soon as every piece it reads from, in any lane, has
+//!   settled this epoch (run, or left unrun; a piece nothing marked whose
+//!   inputs have all settled counts as settled without its lane passing
+//!   over it: `driver.rs`) — the lowest such unit first,
 //!   so not necessarily in piece order: while one unit waits for the other
 //!   lane, a later independent one runs. Reads point only to lower pieces,
 //!   so some unit is always ready: two lanes never wait on each other.
@@ -38,6 +40,8 @@ pub struct Lanes {
     pub of: Vec<usize>,
     /// Per lane: its units (a stratum's pieces, `first..end`), in order.
     pub units: Vec<Vec<Unit>>,
+    /// Per piece: the pieces it reads from (lower ones, in any lane).
+    pub preds: Vec<Vec<usize>>,
 }
 
 /// One stratum's pieces, run together by one lane.
@@ -99,7 +103,16 @@ impl Lanes {
             });
             p = end;
         }
-        Lanes { count, of, units }
+        for ps in &mut preds {
+            ps.sort_unstable();
+            ps.dedup();
+        }
+        Lanes {
+            count,
+            of,
+            units,
+            preds,
+        }
     }
 }
 
