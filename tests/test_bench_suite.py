@@ -125,3 +125,36 @@ def test_run_step_reports_ok_and_kills_a_step_at_its_deadline(tmp_path):
     assert slow["rc"] == -9 and 1.4 < slow["wall_s"] < 20, slow
     time.sleep(0.5)
     assert not marker.exists()
+
+
+def test_the_table_shows_each_verification_kind_and_the_stall():
+    """The verification target is checked over all updates; the table must still show each
+    kind's own p50, flag a kind over the target, and show the slowest update."""
+    suite = _suite_module()
+    kinds = {
+        "ACL rule (policy)": {"p50_ms": 4.9, "max_ms": 82680.6, "changes": 100},
+        "add VM": {"p50_ms": 67.1, "max_ms": 232.6, "changes": 50},
+        "remove VM": {"p50_ms": 21.0, "max_ms": 99.3, "changes": 50},
+    }
+    doc = {
+        "presets": [],
+        "verification": {
+            "L": {
+                "status": "ok",
+                "result": {
+                    "full": {"seconds": 762.0, "peak_rss_mb": 13485.0},
+                    "incremental": {"p50_ms": 8.8, "p99_ms": 221.8, "max_ms": 82680.6, "changes": 200},
+                    "by_kind": kinds,
+                },
+            }
+        },
+        "clingo_intent": {},
+        "hoverboard_scaling": [],
+    }
+    text = suite.table(doc)
+    assert "incremental p50 8.8 ms, p99 221.8 ms, max 82680.6 ms (200 changes)" in text
+    assert "add VM p50 67.1 / max 232.6 ms (50)" in text
+    assert "over 50 ms p50 by itself: add VM" in text
+    assert "remove VM" not in text.split("by itself:")[1]
+    kinds["add VM"]["p50_ms"] = 44.2
+    assert "every kind within 50 ms p50" in suite.table(doc)
