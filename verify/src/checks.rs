@@ -246,9 +246,18 @@ pub fn run_first(net: &Network, policy: &Policy, limit: usize, n: usize) -> Path
 
 impl PathResults {
     /// Adds one VM's results (the order of VMs decides which violations are kept).
-    pub fn merge(&mut self, c: VmChecked, limit: usize) {
+    pub fn merge(&mut self, mut c: VmChecked, limit: usize) {
         self.outcomes += c.outcomes;
         self.pairs_checked += c.pairs;
+        // one VM's violations in an order its paths do not decide: paths
+        // are sorted by handle, and a kept path and a fresh trace can name
+        // one flow by different handles, so the outcome order would pick
+        // which violations `limit` keeps
+        if c.violations.len() > 1 {
+            c.violations.sort_by_cached_key(|v| {
+                (v.invariant, v.to, v.summary.clone(), v.set.sat_witness())
+            });
+        }
         for v in c.violations {
             self.add(limit, v);
         }

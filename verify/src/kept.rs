@@ -370,10 +370,10 @@ impl Writer {
         self.uv(o.path.len() as u128);
         for h in &o.path {
             match *h {
-                Hop::Flow { bridge, flow } => {
+                Hop::Flow { bridge, handle } => {
                     self.out.push(0);
                     self.uv(u128::from(bridge));
-                    self.uv(u128::from(flow));
+                    self.uv(u128::from(handle));
                 }
                 Hop::Group {
                     bridge,
@@ -385,9 +385,11 @@ impl Writer {
                     self.uv(u128::from(group));
                     self.uv(u128::from(bucket));
                 }
-                Hop::Lb { row } => {
+                Hop::Lb { handle } => {
                     self.out.push(2);
-                    self.uv(u128::from(row));
+                    // the relation's bits (the top four) low: a handle's
+                    // number within its relation is small
+                    self.uv(u128::from(handle.rotate_left(4)));
                 }
                 Hop::Underlay { to } => {
                     self.out.push(3);
@@ -684,7 +686,7 @@ impl<'a> Reader<'a> {
             path.push(match self.byte()? {
                 0 => Hop::Flow {
                     bridge: self.small("bridge")?,
-                    flow: self.small("flow")?,
+                    handle: self.small("flow")?,
                 },
                 1 => Hop::Group {
                     bridge: self.small("bridge")?,
@@ -692,7 +694,7 @@ impl<'a> Reader<'a> {
                     bucket: self.small("bucket")?,
                 },
                 2 => Hop::Lb {
-                    row: self.small("row")?,
+                    handle: self.small("handle")?.rotate_right(4),
                 },
                 3 => Hop::Underlay {
                     to: self.small("address")?,
@@ -774,7 +776,7 @@ mod tests {
 
     fn hop() -> impl Strategy<Value = Hop> {
         prop_oneof![
-            (any::<u32>(), any::<u32>()).prop_map(|(bridge, flow)| Hop::Flow { bridge, flow }),
+            (any::<u32>(), any::<u32>()).prop_map(|(bridge, handle)| Hop::Flow { bridge, handle }),
             (any::<u32>(), any::<u32>(), any::<u32>()).prop_map(|(bridge, group, bucket)| {
                 Hop::Group {
                     bridge,
@@ -782,7 +784,7 @@ mod tests {
                     bucket,
                 }
             }),
-            any::<u32>().prop_map(|row| Hop::Lb { row }),
+            any::<u32>().prop_map(|handle| Hop::Lb { handle }),
             any::<u32>().prop_map(|to| Hop::Underlay { to }),
         ]
     }

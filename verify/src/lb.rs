@@ -4,26 +4,32 @@
 //! Muxes' `agent_mux_*`, HMux switches' `p4_vip` / `p4_ecmp_member` /
 //! `p4_tunnel`, `agent_mux_blackhole`) and `p4_announce`.
 //! Guarantees:
-//! - Row ids (what `Hop::Lb { row }` names) number every row of
-//!   [`ROW_RELATIONS`], relation after relation in that order and each
-//!   relation's rows in artifact order; [`Lb::row`] finds the row again in
-//!   the artifacts (so a citation is always the current `file:line`).
-//! - The entries hold row *handles*, not ids: a handle stays with its row
-//!   while the row exists ([`Lb::id`] is its id now), so an update that
-//!   adds or removes a row moves no other entry. (Renumbering every entry
-//!   of the maps after a removed row was most of the model's update at
-//!   100k VMs.) Per relation, position → handle and handle → position are
-//!   two arrays, moved by the dirty relations only.
+//! - Every row has a *handle* (what `Hop::Lb { handle }` names and the
+//!   entries hold): it stays with its row while the row exists and is
+//!   never given to another row, so an update that adds or removes rows
+//!   moves no other entry and no kept path ([`Lb::row`] finds a handle's
+//!   row in the artifacts now, so a citation is always the current
+//!   `file:line`; a handle whose row is gone finds none, [`Lb::holds`]).
+//!   (The incremental verifier renumbered the kept paths of every VM that
+//!   had reached a Mux whenever rows moved: with the Hoverboards' flows,
+//!   an 82-second catch-up at 100k VMs.) Per relation,
+//!   position → handle and handle → position are two arrays, moved by the
+//!   dirty relations only; a build's handles are its rows' positions.
+//! - Row ids number every row of [`ROW_RELATIONS`], relation after relation
+//!   in that order and each relation's rows in artifact order: a VIP's
+//!   entries keep row order by them.
 //! - [`Lb::update`] moves the model to the next generation and equals
-//!   [`Lb::build`] on it (same entries, same ids, same holders): it diffs
-//!   each changed relation's rows in order (a linear merge: an update adds
-//!   or removes a few of tens of thousands), re-parses only the rows added,
-//!   drops the entries of the rows removed and moves the handles of the
-//!   rest. It also says what a trace could see differently: the (instance,
-//!   address) pairs whose entries changed and the addresses whose holders
-//!   changed, and how row ids moved ([`RowRenumber`], per relation: no map
-//!   of every row). Two rows with one key (the model keeps the last) make
-//!   an update build the model again in full.
+//!   [`Lb::build`] on it (same entries, same row ids, same holders): it
+//!   diffs each changed relation's rows in order (a linear merge: an
+//!   update adds or removes a few of tens of thousands), re-parses only
+//!   the rows added, drops the entries of the rows removed and moves the
+//!   handles of the rest. It also says what a trace could see
+//!   differently: the (instance, address) pairs whose entries changed —
+//!   among them every pair at which a trace read a removed row, so a kept
+//!   path naming a gone handle is always traced again — and the addresses
+//!   whose holders changed. Two rows with one key (the model keeps the
+//!   last), or a relation's handles running out, make an update build the
+//!   model again in full; only then do handles change ([`HandleMap`]).
 
 use crate::artifacts::{Artifacts, Row};
 use crate::network::{row_err, ModelError};
@@ -71,7 +77,7 @@ pub type VipEntry = (u8, u16, u64, u32);
 /// The low bits of a row handle: the row's number within its relation
 /// (the relation's index in [`ROW_RELATIONS`] is above them).
 const LOCAL_BITS: u32 = 28;
-/// A handle number not in use (and a position no row has).
+/// A handle number whose row is gone (and a position no row has).
 const FREE: u32 = u32::MAX;
 
 fn handle(k: usize, local: u32) -> u32 {
@@ -88,16 +94,15 @@ fn split(h: u32) -> (usize, usize) {
 pub type MemberKey = (String, u32, u8, u16, u64);
 
 /// The load-balancer entries of one generation.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct Lb {
     /// The first row id of each relation of [`ROW_RELATIONS`], then the count.
     base: [u32; 8],
     /// Per relation: each row's handle number, by position.
     handles: [Vec<u32>; 7],
-    /// Per relation: each handle number's position ([`FREE`]: unused).
+    /// Per relation: each handle number's position ([`FREE`]: its row is
+    /// gone; the number is not given again).
     pos: [Vec<u32>; 7],
-    /// Per relation: handle numbers free for the next rows added.
-    free: [Vec<u32>; 7],
     /// Per VIP relation (`agent_mux_vip`, `p4_vip`), each row's address,
     /// by handle number.
     vip_addr: [Vec<u32>; 2],
@@ -125,48 +130,26 @@ pub struct Lb {
     duplicate: bool,
 }
 
-/// Old row id → new, as an update moved the rows.
+/// Old handle → new, when the model was built again (each relation's
+/// old handle numbers → the new handle, [`FREE`]: the row is gone).
 #[derive(Clone, Debug, PartialEq)]
-pub enum RowRenumber {
-    /// Per relation: a dirty relation's rows paired (old position → new,
-    /// shared with the table checks), a clean one's kept in order; ids
-    /// from each generation's first id per relation.
-    Relations {
-        old_base: [u32; 8],
-        new_base: [u32; 8],
-        moves: Vec<Option<Moves>>,
-    },
-    /// Every row id (the model was built again).
-    Every(Vec<Option<u32>>),
-}
+pub struct HandleMap([Vec<u32>; 7]);
 
-impl RowRenumber {
-    /// The new id of old row `id` (`None`: the row is gone).
-    pub fn get(&self, id: u32) -> Option<u32> {
-        match self {
-            RowRenumber::Every(m) => *m.get(id as usize)?,
-            RowRenumber::Relations {
-                old_base,
-                new_base,
-                moves,
-            } => {
-                let k = (0..7).find(|&k| id >= old_base[k] && id < old_base[k + 1])?;
-                let at = id - old_base[k];
-                let to = match &moves[k] {
-                    Some(m) => (*m.get(at as usize)?)?,
-                    None => at,
-                };
-                Some(new_base[k] + to)
-            }
-        }
+impl HandleMap {
+    /// The new handle of old handle `h` (`None`: its row is gone).
+    pub fn get(&self, h: u32) -> Option<u32> {
+        let (k, local) = split(h);
+        let to = *self.0.get(k)?.get(local)?;
+        (to != FREE).then_some(to)
     }
 }
 
 /// What [`Lb::update`] found changed.
 #[derive(Default)]
 pub struct LbChange {
-    /// How row ids moved; `None` when the identity.
-    pub renumber: Option<RowRenumber>,
+    /// Old handle → new when the model was built again; `None`: every
+    /// handle still names the row it named.
+    pub handles: Option<HandleMap>,
     /// (instance, address) whose entries differ (`None`: any address).
     pub instances: BTreeSet<(String, Option<u32>)>,
     /// Addresses whose holders differ.
@@ -288,29 +271,33 @@ impl Lb {
         &self.holders
     }
 
-    /// The relation and row of row id `id` in `a` (the artifacts the model
-    /// was built or updated from).
-    pub fn row<'a>(&self, a: &'a Artifacts, id: u32) -> Option<(&'static str, &'a Row)> {
-        let k = self.relation_of(id)?;
-        let rel = ROW_RELATIONS[k];
-        Some((rel, a.rows(rel).get((id - self.base[k]) as usize)?))
+    /// The relation and row of handle `h` in `a` (the artifacts the model
+    /// was built or updated from); `None` when its row is gone.
+    pub fn row<'a>(&self, a: &'a Artifacts, h: u32) -> Option<(&'static str, &'a Row)> {
+        let (k, local) = split(h);
+        let rel = *ROW_RELATIONS.get(k)?;
+        let at = *self.pos[k].get(local)?;
+        Some((rel, a.rows(rel).get(at as usize)?))
     }
 
-    /// The row id now of the row an entry holds by handle `h`.
-    pub fn id(&self, h: u32) -> u32 {
-        id_of(&self.base, &self.pos, h)
+    /// Whether handle `h` names a row of the model now.
+    pub fn holds(&self, h: u32) -> bool {
+        let (k, local) = split(h);
+        self.pos
+            .get(k)
+            .and_then(|p| p.get(local))
+            .is_some_and(|&at| at != FREE)
     }
 
-    /// The address of a VIP entry's row (`None`: not a VIP row).
-    pub fn vip_of(&self, id: u32) -> Option<u32> {
-        let k = self.relation_of(id)?;
+    /// The address of the VIP entry of handle `h` (`None`: not a VIP
+    /// row, or gone).
+    pub fn vip_of(&self, h: u32) -> Option<u32> {
+        let (k, local) = split(h);
         let f = vip_family(k)?;
-        let h = *self.handles[k].get((id - self.base[k]) as usize)?;
-        self.vip_addr[f].get(h as usize).copied()
-    }
-
-    fn relation_of(&self, id: u32) -> Option<usize> {
-        (0..7).find(|&k| id >= self.base[k] && id < self.base[k + 1])
+        if !self.holds(h) {
+            return None;
+        }
+        self.vip_addr[f].get(local).copied()
     }
 
     /// Adds the entry of the row of handle `id` (the last row of a key
@@ -439,22 +426,22 @@ impl Lb {
     pub fn update(&mut self, moves: &RowMoves) -> Result<LbChange, ModelError> {
         let (old, new) = (moves.old, moves.new);
         if self.duplicate {
-            return self.rebuild(old, new);
+            return self.rebuild(old, new, Held::Old);
         }
-        let old_base = self.base;
         let mut ch = LbChange::default();
         // per relation: old index → new (`None`: not dirty, kept as it was)
         let mut pos: Vec<Option<Moves>> = Vec::with_capacity(7);
         let mut new_base = [0u32; 8];
         for (k, rel) in ROW_RELATIONS.iter().enumerate() {
             let n = new.rows(rel).len();
-            if n >= 1 << LOCAL_BITS {
-                return self.rebuild(old, new);
+            // handle numbers are not given again: when they run out, the
+            // model is built again (its handles are its rows' positions)
+            if self.pos[k].len() + n >= 1 << LOCAL_BITS {
+                return self.rebuild(old, new, Held::Old);
             }
             new_base[k + 1] = new_base[k] + n as u32;
             pos.push(moves.of(rel));
         }
-        let identity = self.base == new_base && pos.iter().flatten().all(|p| is_identity(p));
         let mut tunnels: BTreeSet<(String, u64, u32)> = BTreeSet::new();
         let mut addrs: BTreeSet<u32> = BTreeSet::new();
         let mut note = |e: &Entry, ch: &mut LbChange, addrs: &mut BTreeSet<u32>| {
@@ -470,7 +457,7 @@ impl Lb {
             ch.instances.extend(e.at());
         };
         // the rows removed (they parsed when the model was built): entries
-        // dropped, handles freed; the kept rows' handles move to their new
+        // dropped, handles retired; the kept rows' handles move to their new
         // positions (only in the dirty relations: no other entry moves)
         let mut reordered = false;
         for (k, rel) in ROW_RELATIONS.iter().enumerate() {
@@ -491,7 +478,6 @@ impl Lb {
                         note(&e, &mut ch, &mut addrs);
                         self.remove(KINDS[k], &e, handle(k, h));
                         self.pos[k][h as usize] = FREE;
-                        self.free[k].push(h);
                     }
                 }
             }
@@ -521,16 +507,13 @@ impl Lb {
                 if self.handles[k][j] != FREE {
                     continue;
                 }
-                let h = match self.free[k].pop() {
-                    Some(h) => h,
-                    None => {
-                        self.pos[k].push(FREE);
-                        if let Some(f) = vip_family(k) {
-                            self.vip_addr[f].push(0);
-                        }
-                        (self.pos[k].len() - 1) as u32
-                    }
-                };
+                // a number no row had: a kept path naming a removed
+                // row's handle never names this one
+                self.pos[k].push(FREE);
+                if let Some(f) = vip_family(k) {
+                    self.vip_addr[f].push(0);
+                }
+                let h = (self.pos[k].len() - 1) as u32;
                 self.handles[k][j] = h;
                 self.pos[k][h as usize] = j as u32;
                 let e = Entry::parse(KINDS[k], row)?;
@@ -542,7 +525,8 @@ impl Lb {
             }
         }
         if self.duplicate {
-            return self.rebuild(old, new);
+            // the kept rows' handles are at their new positions already
+            return self.rebuild(old, new, Held::New);
         }
         // a member's tunnel changed: every VIP at that instance with the member
         for t in &tunnels {
@@ -571,18 +555,22 @@ impl Lb {
                 ch.addresses.insert(a);
             }
         }
-        ch.renumber = (!identity).then_some(RowRenumber::Relations {
-            old_base,
-            new_base,
-            moves: pos,
-        });
         Ok(ch)
     }
 
-    /// [`Lb::update`] by building the model of `new` and comparing.
-    fn rebuild(&mut self, old: &Artifacts, new: &Artifacts) -> Result<LbChange, ModelError> {
+    /// [`Lb::update`] by building the model of `new` and comparing; each
+    /// handle held is mapped to its row's new one (`held`: whether the
+    /// handles are at their rows' positions in `old` or, moved by an
+    /// update that met a duplicate key, in `new`).
+    fn rebuild(
+        &mut self,
+        old: &Artifacts,
+        new: &Artifacts,
+        held: Held,
+    ) -> Result<LbChange, ModelError> {
         let before = Lb::build(old)?;
-        *self = Lb::build(new)?;
+        let fresh = Lb::build(new)?;
+        let was = std::mem::replace(self, fresh);
         let mut ch = LbChange::default();
         for (i, a) in changed_at(old, new) {
             ch.instances.insert((i, a));
@@ -602,7 +590,28 @@ impl Lb {
         let (o, n) = (keys(old), keys(new));
         let ok: Vec<Key> = o.iter().map(|(r, v)| (*r, v.as_slice())).collect();
         let nk: Vec<Key> = n.iter().map(|(r, v)| (*r, v.as_slice())).collect();
-        ch.renumber = crate::incremental::positions(&ok, &nk).map(RowRenumber::Every);
+        // old row id → new (`None`: every row where it was)
+        let moved = match held {
+            Held::Old => crate::incremental::positions(&ok, &nk),
+            Held::New => None,
+        };
+        let map = std::array::from_fn(|k| {
+            let to = |at: u32| -> u32 {
+                let at = match (&moved, held) {
+                    (Some(m), Held::Old) => match m[(was.base[k] + at) as usize] {
+                        Some(id) => id - self.base[k],
+                        None => return FREE,
+                    },
+                    _ => at,
+                };
+                handle(k, at)
+            };
+            was.pos[k]
+                .iter()
+                .map(|&at| if at == FREE { FREE } else { to(at) })
+                .collect()
+        });
+        ch.handles = Some(HandleMap(map));
         Ok(ch)
     }
 }
@@ -628,6 +637,15 @@ fn changed_at(old: &Artifacts, new: &Artifacts) -> BTreeSet<(String, Option<u32>
         .filter(|i| o.get(*i) != n.get(*i))
         .map(|i| (i.to_string(), None))
         .collect()
+}
+
+/// Where the handles of a model being built again stand.
+#[derive(Clone, Copy)]
+enum Held {
+    /// At their rows' positions in the generation before.
+    Old,
+    /// At their rows' positions in the next generation.
+    New,
 }
 
 /// Which family of VIP rows relation `k` is (0: software Mux, 1: HMux).
@@ -657,10 +675,6 @@ fn announced(a: &Artifacts) -> BTreeMap<u32, Vec<String>> {
 fn id_of(base: &[u32; 8], pos: &[Vec<u32>; 7], h: u32) -> u32 {
     let (k, local) = split(h);
     base[k] + pos[k][local]
-}
-
-fn is_identity(p: &[Option<u32>]) -> bool {
-    p.iter().enumerate().all(|(i, j)| *j == Some(i as u32))
 }
 
 /// Old index → new index of rows with equal values, pairing each row at
@@ -832,6 +846,86 @@ mod tests {
         )
     }
 
+    /// The row id now of handle `h`.
+    fn id(lb: &Lb, h: u32) -> u32 {
+        id_of(&lb.base, &lb.pos, h)
+    }
+
+    /// The handle of the row with id `id` now.
+    fn handle_at(lb: &Lb, id: u32) -> Option<u32> {
+        let k = (0..7).find(|&k| id >= lb.base[k] && id < lb.base[k + 1])?;
+        Some(handle(k, lb.handles[k][(id - lb.base[k]) as usize]))
+    }
+
+    /// Every handle the model holds, with its row's relation and values in `a`.
+    fn rows_by_handle(lb: &Lb, a: &Artifacts) -> Vec<(u32, &'static str, Vec<String>)> {
+        (0..7)
+            .flat_map(|k| (0..lb.pos[k].len() as u32).map(move |l| handle(k, l)))
+            .filter_map(|h| {
+                let (rel, r) = lb.row(a, h)?;
+                Some((h, rel, r.vals.clone()))
+            })
+            .collect()
+    }
+
+    /// Where a trace reads each handle the model's entries hold: (the
+    /// handle, instance, address); a tunnel's at every VIP with a member
+    /// entry naming it there.
+    fn read_at(lb: &Lb) -> Vec<(u32, String, u32)> {
+        let mut at = Vec::new();
+        for ((i, _, a), es) in &lb.vip {
+            at.extend(es.iter().map(|e| (e.3, i.clone(), *a)));
+        }
+        for (k, v) in &lb.member {
+            at.push((v.2, k.0.clone(), k.1));
+        }
+        for (k, v) in &lb.tunnel {
+            for vip in lb.vips_of_member.get(k).into_iter().flat_map(|n| n.keys()) {
+                at.push((v.2, k.0.clone(), *vip));
+            }
+        }
+        for ((i, a), h) in &lb.blackhole {
+            at.push((*h, i.clone(), *a));
+        }
+        at
+    }
+
+    /// An update (`was` → `lb`, with `ch`) that did not build the model
+    /// again keeps every handle of a row it kept on an equal row, and
+    /// names the (instance, address) where a trace read each handle it
+    /// retired (a kept path naming it is then traced again); one that
+    /// built it again maps each kept row's handle to an equal row.
+    fn handles_kept(
+        was: &Lb,
+        old: &Artifacts,
+        lb: &Lb,
+        new: &Artifacts,
+        ch: &LbChange,
+    ) -> Result<(), TestCaseError> {
+        for (h, rel, vals) in rows_by_handle(was, old) {
+            let now = match &ch.handles {
+                Some(m) => m.get(h),
+                None => lb.holds(h).then_some(h),
+            };
+            if let Some(n) = now {
+                let (rn, r) = lb.row(new, n).unwrap();
+                prop_assert_eq!((rel, &vals), (rn, &r.vals));
+            }
+        }
+        if ch.handles.is_none() {
+            for (h, i, a) in read_at(was) {
+                if !lb.holds(h) {
+                    prop_assert!(
+                        ch.instances.contains(&(i.clone(), Some(a)))
+                            || ch.instances.contains(&(i.clone(), None)),
+                        "handle {h:#x} read at {i}/{a} retired unnamed"
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The model with every handle resolved to its row id now (what a
     /// trace reads), and each VIP row's address by id.
     #[allow(clippy::type_complexity)]
@@ -848,26 +942,28 @@ mod tests {
             .vip
             .iter()
             .map(|(k, es)| {
-                let es = es.iter().map(|e| (e.0, e.1, e.2, lb.id(e.3))).collect();
+                let es = es.iter().map(|e| (e.0, e.1, e.2, id(lb, e.3))).collect();
                 (k.clone(), es)
             })
             .collect();
         let member = lb
             .member
             .iter()
-            .map(|(k, v)| (k.clone(), (v.0, v.1, lb.id(v.2))))
+            .map(|(k, v)| (k.clone(), (v.0, v.1, id(lb, v.2))))
             .collect();
         let tunnel = lb
             .tunnel
             .iter()
-            .map(|(k, v)| (k.clone(), (v.0, v.1, lb.id(v.2))))
+            .map(|(k, v)| (k.clone(), (v.0, v.1, id(lb, v.2))))
             .collect();
         let blackhole = lb
             .blackhole
             .iter()
-            .map(|(k, v)| (k.clone(), lb.id(*v)))
+            .map(|(k, v)| (k.clone(), id(lb, *v)))
             .collect();
-        let addrs = (0..lb.base[7]).map(|id| lb.vip_of(id)).collect();
+        let addrs = (0..lb.base[7])
+            .map(|id| lb.vip_of(handle_at(lb, id)?))
+            .collect();
         (vip, member, tunnel, blackhole, addrs)
     }
 
@@ -897,9 +993,10 @@ mod tests {
 
     proptest! {
         /// An update equals a build of the new rows (entries, row ids,
-        /// holders); its renumbering maps each kept row to an equal one;
-        /// every (instance, address) a trace would read differently and
-        /// every address whose holders differ is named. Duplicate keys and
+        /// holders); a kept row keeps its handle (or, built again, is
+        /// mapped to an equal row); every (instance, address) a trace
+        /// would read differently or read a retired handle at, and every
+        /// address whose holders differ, is named. Duplicate keys and
         /// black holes that do not parse are drawn too.
         #[test]
         fn update_equals_build_and_names_every_change(
@@ -910,21 +1007,11 @@ mod tests {
             let next = crate::edited(&rows, edits);
             let (old, new) = (artifacts(&rows), artifacts(&next));
             let mut lb = Lb::build(&old).unwrap();
-            let before = Lb::build(&old).unwrap();
+            let before = lb.clone();
             let ch = lb.update(&RowMoves::every(&old, &new)).unwrap();
             let fresh = Lb::build(&new).unwrap();
             same_model(&lb, &fresh)?;
-            if let Some(g) = &ch.renumber {
-                for i in 0..before.base[7] {
-                    if let Some(j) = g.get(i) {
-                        let (ro, o) = before.row(&old, i).unwrap();
-                        let (rn, n) = fresh.row(&new, j).unwrap();
-                        prop_assert_eq!((ro, &o.vals), (rn, &n.vals));
-                    }
-                }
-            } else {
-                prop_assert_eq!(before.base, fresh.base);
-            }
+            handles_kept(&before, &old, &lb, &new, &ch)?;
             let insts: BTreeSet<&str> = ["smux-0", "smux-1", "tor-0", "tor-1"].into();
             for inst in insts {
                 for addr in (1..4).map(|n| u32::from_be_bytes([100, 64, 0, n])) {
@@ -946,9 +1033,10 @@ mod tests {
     }
 
     proptest! {
-        /// A chain of updates (handles freed by one update and taken by
-        /// the rows a later one adds) stays equal to a build of each
-        /// generation, and each renumbering maps a kept row to an equal one.
+        /// A chain of updates (handles retired by one update, rows added
+        /// by a later one) stays equal to a build of each generation, and
+        /// each keeps (or, built again, maps) a kept row's handle on an
+        /// equal row and names where its retired handles were read.
         #[test]
         fn updates_in_a_row_equal_builds(
             rows in proptest::collection::vec((0usize..7, any::<[u8; 4]>()), 0..30),
@@ -962,21 +1050,11 @@ mod tests {
             for edits in steps {
                 let next = crate::edited(&cur, edits);
                 let (old, new) = (artifacts(&cur), artifacts(&next));
-                let before = Lb::build(&old).unwrap();
+                let before = lb.clone();
                 let ch = lb.update(&RowMoves::every(&old, &new)).unwrap();
                 let fresh = Lb::build(&new).unwrap();
                 same_model(&lb, &fresh)?;
-                for i in 0..before.base[7] {
-                    let j = match &ch.renumber {
-                        Some(g) => g.get(i),
-                        None => Some(i),
-                    };
-                    if let Some(j) = j {
-                        let (ro, o) = before.row(&old, i).unwrap();
-                        let (rn, n) = fresh.row(&new, j).unwrap();
-                        prop_assert_eq!((ro, &o.vals), (rn, &n.vals));
-                    }
-                }
+                handles_kept(&before, &old, &lb, &new, &ch)?;
                 cur = next;
             }
         }
@@ -1014,21 +1092,30 @@ mod tests {
         }
     }
 
-    /// A row removed above a row a path names moves its citation: the row
-    /// id is renumbered and the row found again cites its new line.
+    /// A row removed above a row a path names leaves that row its handle,
+    /// which cites the row's new line; nothing is renumbered, and the
+    /// removed row's handle is never given to a row added later.
     #[test]
-    fn a_removed_row_renumbers_and_recites_the_rows_after_it() {
-        let old = artifacts(&[(0, [0, 0, 0, 0]), (0, [0, 1, 0, 0]), (0, [0, 2, 0, 0])]);
-        let new = artifacts(&[(0, [0, 1, 0, 0]), (0, [0, 2, 0, 0])]);
-        let mut lb = Lb::build(&old).unwrap();
-        let ch = lb.update(&RowMoves::every(&old, &new)).unwrap();
-        let g = ch.renumber.unwrap();
-        assert_eq!(
-            (0..3).map(|i| g.get(i)).collect::<Vec<_>>(),
-            [None, Some(0), Some(1)]
-        );
-        let (_, r) = lb.row(&new, 1).unwrap();
+    fn a_removed_row_keeps_the_handles_of_the_rows_after_it() {
+        let row_a = |n| (0, [0, n, 0, 0]);
+        let gen0 = artifacts(&[row_a(0), row_a(1), row_a(2)]);
+        let gen1 = artifacts(&[row_a(1), row_a(2)]);
+        let gen2 = artifacts(&[row_a(0), row_a(1), row_a(2)]);
+        let mut lb = Lb::build(&gen0).unwrap();
+        let ch = lb.update(&RowMoves::every(&gen0, &gen1)).unwrap();
+        assert_eq!(ch.handles, None);
+        assert!(!lb.holds(0));
+        assert!(lb.row(&gen1, 0).is_none());
+        let (_, r) = lb.row(&gen1, 2).unwrap();
         assert_eq!((r.vals[2].as_str(), r.at.as_str()), ("100.64.0.3", "f:2"));
-        assert_eq!(lb.vip_of(1), Some(u32::from_be_bytes([100, 64, 0, 3])));
+        assert_eq!(lb.vip_of(2), Some(u32::from_be_bytes([100, 64, 0, 3])));
+        // the row back at the top takes a new handle, not the retired one
+        let ch = lb.update(&RowMoves::every(&gen1, &gen2)).unwrap();
+        assert_eq!(ch.handles, None);
+        assert!(!lb.holds(0));
+        assert_eq!(handle_at(&lb, 0), Some(3));
+        let (_, r) = lb.row(&gen2, 3).unwrap();
+        assert_eq!((r.vals[2].as_str(), r.at.as_str()), ("100.64.0.1", "f:1"));
+        assert_eq!(lb.vip_of(0), None);
     }
 }

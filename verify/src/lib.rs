@@ -387,9 +387,11 @@ fn render_path(net: &Network, input: &Input, o: &Outcome, cites: &mut Vec<String
     let mut hops = Vec::new();
     for h in &o.path {
         match *h {
-            Hop::Flow { bridge, flow } => {
+            Hop::Flow { bridge, handle } => {
                 let b = &net.bridges[bridge as usize];
-                let f = &b.flows[flow as usize].text;
+                let Some(f) = b.flow(handle).map(|f| &f.text) else {
+                    continue;
+                };
                 hops.push(format!(
                     "{} table={} priority={} cookie={} {} actions={}  [{}]",
                     b.name,
@@ -419,8 +421,8 @@ fn render_path(net: &Network, input: &Input, o: &Outcome, cites: &mut Vec<String
                     ));
                 }
             }
-            Hop::Lb { row } => {
-                if let Some((rel, r)) = net.lb.row(input.artifacts, row) {
+            Hop::Lb { handle } => {
+                if let Some((rel, r)) = net.lb.row(input.artifacts, handle) {
                     hops.push(format!("{}({})  [{}]", rel, r.vals.join(", "), r.at));
                     cites.extend(input.provenance.row(rel, r));
                 }

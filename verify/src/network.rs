@@ -124,7 +124,7 @@ pub struct Network {
     accepts: Vec<TunnelAccept>,
     by_name: BTreeMap<String, u32>,
     underlay: BTreeMap<u32, u32>,
-    /// The load-balancer entries (a path's `Hop::Lb` rows are its row ids).
+    /// The load-balancer entries (a path's `Hop::Lb` names a row handle of them).
     pub lb: Lb,
 }
 
@@ -214,9 +214,9 @@ impl Network {
     /// public or `from`'s own, of which the VM is a declared backend.
     pub fn exposed(&self, path: &[Hop], policy: &Policy, from: &str, to: &str, vm: &str) -> bool {
         path.iter().any(|h| {
-            let Hop::Lb { row } = h else { return false };
+            let Hop::Lb { handle } = h else { return false };
             // only a VIP's own entry exposes its backends
-            let Some(vip) = self.lb.vip_of(*row) else {
+            let Some(vip) = self.lb.vip_of(*handle) else {
                 return false;
             };
             let declared = policy
@@ -398,9 +398,7 @@ impl Network {
         if let Some(&row) = self.lb.blackhole.get(&(inst.to_string(), addr)) {
             if keep_drops {
                 let mut p = path.to_vec();
-                p.push(Hop::Lb {
-                    row: self.lb.id(row),
-                });
+                p.push(Hop::Lb { handle: row });
                 out.push(ended(
                     o.pkt.clone(),
                     p,
@@ -433,9 +431,7 @@ impl Network {
             }
             for idx in 0..n {
                 let mut p = path.to_vec();
-                p.push(Hop::Lb {
-                    row: self.lb.id(row),
-                });
+                p.push(Hop::Lb { handle: row });
                 let pkt = Pkt {
                     set: set.clone(),
                     over: o.pkt.over.clone(),
@@ -456,9 +452,7 @@ impl Network {
                     }
                     continue;
                 };
-                p.push(Hop::Lb {
-                    row: self.lb.id(mrow),
-                });
+                p.push(Hop::Lb { handle: mrow });
                 if mvni == 0 {
                     out.push(ended(
                         pkt,
@@ -483,9 +477,7 @@ impl Network {
                         }
                     }
                     Some(&(underlay, dmac, trow)) => {
-                        p.push(Hop::Lb {
-                            row: self.lb.id(trow),
-                        });
+                        p.push(Hop::Lb { handle: trow });
                         let mut pkt = pkt;
                         pkt.over.insert(Field::DlDst, Val::Const(u128::from(dmac)));
                         out.push(ended(

@@ -131,8 +131,10 @@ fn taps(net: &Network, policy: &Policy, outs: &[Outcome]) -> Vec<Tap> {
         let mut hop_groups: Option<(u32, Vec<u32>)> = None;
         for h in &o.path {
             match *h {
-                Hop::Flow { bridge, flow } => {
-                    let f = &net.bridges[bridge as usize].flows[flow as usize];
+                Hop::Flow { bridge, handle } => {
+                    let Some(f) = net.bridges[bridge as usize].flow(handle) else {
+                        continue;
+                    };
                     if f.text.table == 45 {
                         let gs = f
                             .actions
@@ -288,9 +290,11 @@ fn path_text(net: &Network, path: &[Hop], end: String) -> PathCx {
     let mut hops = Vec::new();
     for h in path {
         match *h {
-            Hop::Flow { bridge, flow } => {
+            Hop::Flow { bridge, handle } => {
                 let b = &net.bridges[bridge as usize];
-                let f = &b.flows[flow as usize].text;
+                let Some(f) = b.flow(handle).map(|f| &f.text) else {
+                    continue;
+                };
                 hops.push(format!(
                     "{} table={} priority={} {} actions={}  [{}]",
                     b.name, f.table, f.priority, f.matches, f.actions, f.at

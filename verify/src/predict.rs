@@ -343,8 +343,10 @@ pub fn predict(
             let mut choices = Vec::new();
             for h in &o.path {
                 match *h {
-                    Hop::Flow { flow, .. } => {
-                        let t = &bridge.flows[flow as usize].text;
+                    Hop::Flow { handle, .. } => {
+                        let Some(t) = bridge.flow(handle).map(|f| &f.text) else {
+                            continue;
+                        };
                         flows.push(FlowRef {
                             table: t.table,
                             priority: t.priority,

@@ -29,9 +29,10 @@
 //!   them with its kept delivered and spoofed sets
 //!   ([`checks::OutcomeChecks`]); a VM whose tenant's ACLs, vnets, DSR
 //!   replies or VM set changed re-runs only the pair checks on its kept
-//!   sets. A kept VM's paths are renumbered (flows of a rebuilt bridge,
-//!   load-balancer rows moved) only when it is checked again, through
-//!   a bounded log of the updates' renumberings.
+//!   sets. Paths name flows and load-balancer rows by handles an update
+//!   keeps (`bridge.rs`, `lb.rs`), so a kept VM's paths are renumbered
+//!   only after the load-balancer model is built again, and then only
+//!   when the VM is checked again, through a bounded log.
 //! - Each check on tables (AFF-1's vectors and tunnels, AFF-4, CAP-1) is
 //!   re-run only when what it reads changed (`table_recheck.rs`; AFF-1's
 //!   vectors per endpoint, its tunnels per row); AFF-3 whenever either
@@ -44,8 +45,8 @@
 //! The steps, a module each: `changes.rs` (what changed, as footprints name
 //! it, and the policy diff), `bridge_change.rs` (a rebuilt bridge's flows
 //! added and removed), `pairing.rs` (old position → new of equal items),
-//! `renumber.rs` (kept paths' flow and row ids brought up to date, through
-//! a bounded log), `recheck.rs` (a visited VM traced again on the packets a
+//! `renumber.rs` (kept paths' handles brought up to date after the
+//! load-balancer model is built again, through a bounded log), `recheck.rs` (a visited VM traced again on the packets a
 //! change met, or its pair checks re-run; the VMs a change can affect).
 
 mod bridge_change;
@@ -105,12 +106,10 @@ pub struct Verifier {
     /// Which slots' footprints read each part of the network: an update
     /// visits the VMs a change can affect, not every VM.
     readers: Readers,
-    /// The renumberings of the updates since the last catch-up, oldest
-    /// first, and per slot how many of them its kept paths already
-    /// follow. A path is renumbered only when the VM is checked again
-    /// (nothing else reads its flow and row indices), so an update that
-    /// moves flows or rows renumbers a few VMs, not every VM that ran the
-    /// bridge or reached a Mux.
+    /// The renumberings since the last catch-up (an update that built the
+    /// load-balancer model again), oldest first, and per slot how many of
+    /// them its kept paths already follow. A path is renumbered only when
+    /// the VM is checked again (nothing else reads its handles).
     renumbers: Vec<Renumber>,
     epochs: Vec<usize>,
     tables: TableChecks,
@@ -317,7 +316,7 @@ impl Verifier {
         let stale = self.catch_up_if_long()?;
         laps.lap(&mut up, "catch-up");
         let mut ch = Changes::default();
-        let mut renum = Renumber::default();
+        let mut renum = None;
         // bridges
         for name in dirty.devices.iter().filter(|d| is_device(&artifacts, d)) {
             let (of, nf_) = (self.artifacts.flows.get(name), artifacts.flows.get(name));
@@ -350,10 +349,6 @@ impl Verifier {
                 },
             )?;
             up.bridges_rebuilt += 1;
-            if let (Some(m), Some(i)) = (moved, self.net.index_of(name)) {
-                renum.flows.push((i, m));
-                renum.bridges.insert(name.clone());
-            }
             if same_text {
                 continue; // only `file:line`s moved: nothing to re-check
             }
@@ -401,7 +396,7 @@ impl Verifier {
                 ch.instances.entry(i).or_default().insert(a);
             }
             ch.addresses.extend(lc.addresses);
-            renum.lb = lc.renumber;
+            renum = lc.handles.map(|lb| Renumber { lb });
             up.lb_reloaded = true;
         }
         laps.lap(&mut up, "lb");
@@ -497,8 +492,8 @@ impl Verifier {
         );
         let shared = Shared::kept(&self.net.space, &vms, &vm_of);
         laps.lap(&mut up, "shared");
-        if !renum.is_identity() {
-            self.renumbers.push(renum);
+        if let Some(r) = renum {
+            self.renumbers.push(r);
         }
         let now = self.renumbers.len();
         // looked up by borrowed names (a key per VM cloned both names)
@@ -599,7 +594,7 @@ impl Verifier {
             let same = h.is_false() && !log.iter().any(|r| r.reaches(&c.footprint));
             // a kept path that names a flow the new generation lacks would
             // mean the change reached it: trace such a VM again in full
-            let renumbered = renumber(log, &mut c);
+            let renumbered = renumber(log, &mut c, &self.net);
             laps.lap(&mut up, "VMs renumbered");
             if !renumbered {
                 self.retrace_in_full(&policy, &shared, ni, s, now, &mut up);

@@ -1,30 +1,28 @@
-//! Kept paths' flow and row ids brought up to date after bridges are rebuilt and load-balancer rows move.
+//! Kept paths' load-balancer handles brought up to date after that model is built again.
 //!
-//! Expects each update's renumbering (flows of the rebuilt bridges, old
-//! position → new; load-balancer row ids: `lb::RowRenumber`). Guarantees: a
-//! kept VM's paths, renumbered through the updates it missed, name what a
-//! fresh trace would; a path naming a flow or row that is gone says so (the
-//! VM is traced again). The log is bounded: when full, every VM is caught
-//! up in one pass.
+//! Expects each update's renumbering: load-balancer handles, only when that
+//! model was built again (`lb::HandleMap`). An update that patches a bridge
+//! or moves load-balancer rows renumbers nothing: a flow or row keeps its
+//! handle while it exists and no handle is given twice (`bridge.rs`,
+//! `lb.rs`). Guarantees: a kept VM's paths, renumbered through the updates
+//! it missed, name what a fresh trace would; a path naming a flow or row
+//! that is gone says so (the VM is traced again). The log is bounded: when
+//! full, every VM it reaches is caught up in one pass.
 
 use super::*;
 
-/// New indices for the flows of rebuilt bridges and the load-balancer rows
-/// of a reloaded model, so a kept outcome's path names what a fresh trace
-/// would (only entries that moved are listed).
-#[derive(Default)]
+/// New handles for the load-balancer rows of a model built again, so a
+/// kept outcome's path names what a fresh trace would.
 pub(super) struct Renumber {
-    /// (bridge index, old flow → new): a few bridges, scanned per hop.
-    pub(super) flows: Vec<(u32, Vec<Option<u32>>)>,
-    /// The names of the bridges in `flows`.
-    pub(super) bridges: BTreeSet<String>,
-    pub(super) lb: Option<crate::lb::RowRenumber>,
+    pub(super) lb: crate::lb::HandleMap,
 }
 
 /// Brings a kept result's paths up to date through `log` (the
 /// renumberings it missed, oldest first); false if a path names a flow or
-/// row that is gone.
-pub(super) fn renumber(log: &[Renumber], c: &mut VmChecked) -> bool {
+/// row that is gone. (An update that removes a flow or a load-balancer row
+/// names where a trace read it, so a path naming it is traced again before
+/// it is kept: `changes.rs`. `net` catches one that was not.)
+pub(super) fn renumber(log: &[Renumber], c: &mut VmChecked, net: &Network) -> bool {
     for r in log {
         if r.reaches(&c.footprint) {
             match r.outcomes(std::mem::take(&mut c.traced)) {
@@ -33,7 +31,16 @@ pub(super) fn renumber(log: &[Renumber], c: &mut VmChecked) -> bool {
             }
         }
     }
-    true
+    c.traced.iter().all(|o| {
+        o.path.iter().all(|h| match *h {
+            Hop::Lb { handle } => net.lb.holds(handle),
+            Hop::Flow { bridge, handle } => net
+                .bridges
+                .get(bridge as usize)
+                .is_some_and(|b| b.flow(handle).is_some()),
+            _ => true,
+        })
+    })
 }
 
 /// Updates whose renumberings are kept before every VM is brought up to
@@ -56,7 +63,7 @@ impl Verifier {
                 continue;
             }
             let mut c = kept.unpack_with(fp)?;
-            if !renumber(log, &mut c) {
+            if !renumber(log, &mut c, &self.net) {
                 stale.insert(s);
             }
             *kept = Kept::pack(c);
@@ -68,44 +75,21 @@ impl Verifier {
 }
 
 impl Renumber {
-    pub(super) fn is_identity(&self) -> bool {
-        self.flows.is_empty() && self.lb.is_none()
-    }
-
     /// Whether a kept outcome of a VM with this footprint may name a moved
-    /// entry: a path holds a bridge's flows only if the trace ran it, and
-    /// load-balancer rows only if it reached an instance (both noted).
+    /// handle: a path holds load-balancer handles only if the trace
+    /// reached an instance (noted).
     pub(super) fn reaches(&self, fp: &Footprint) -> bool {
-        (self.lb.is_some() && !fp.instances.is_empty())
-            || self.bridges.iter().any(|b| fp.bridges.contains_key(b))
-    }
-
-    pub(super) fn hop(&self, h: Hop) -> Option<Hop> {
-        Some(match h {
-            Hop::Flow { bridge, flow } => match self.flows.iter().find(|(b, _)| *b == bridge) {
-                Some((_, m)) => Hop::Flow {
-                    bridge,
-                    flow: (*m.get(flow as usize)?)?,
-                },
-                _ => h,
-            },
-            Hop::Lb { row } => match &self.lb {
-                Some(m) => Hop::Lb { row: m.get(row)? },
-                None => h,
-            },
-            other => other,
-        })
+        !fp.instances.is_empty()
     }
 
     /// The outcomes with their paths renumbered; `None` if a path holds a
-    /// flow or row the new generation lacks.
+    /// row the new generation lacks.
     pub(super) fn outcomes(&self, mut outs: Vec<Outcome>) -> Option<Vec<Outcome>> {
-        if self.flows.is_empty() && self.lb.is_none() {
-            return Some(outs);
-        }
         for o in &mut outs {
             for h in &mut o.path {
-                *h = self.hop(*h)?;
+                if let Hop::Lb { handle } = h {
+                    *handle = self.lb.get(*handle)?;
+                }
             }
         }
         Some(outs)
