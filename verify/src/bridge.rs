@@ -57,7 +57,9 @@ impl Pkt {
     }
 }
 
-/// One step of a path (ordered so a VM's outcomes have one canonical order).
+/// One step of a path (ordered so a VM's outcomes have one order in a
+/// model; a fresh build and an updated one can give a flow or row
+/// different handles, so nothing a report shows follows this order).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Hop {
     /// A flow of a bridge, by its handle ([`Bridge::flow`]: it names the

@@ -592,4 +592,52 @@ mod tests {
             prop_assert_eq!(range, scan);
         }
     }
+
+    proptest! {
+        /// The violations kept under the limit do not depend on the order
+        /// a VM's outcomes gave them in (a kept result and a fresh trace
+        /// sort their outcomes by handles, which can differ).
+        #[test]
+        fn kept_violations_do_not_follow_outcome_order(
+            found in proptest::collection::vec((0usize..2, proptest::option::of(0usize..3), 0u16..4), 1..6),
+            limit in 1usize..4,
+            rotate in 0usize..6,
+        ) {
+            let space = Space::new();
+            let violations: Vec<Violation> = found
+                .iter()
+                .map(|&(inv, to, port)| Violation {
+                    invariant: ["ISO-1", "ISO-2"][inv],
+                    summary: format!("reaches {to:?}"),
+                    from: 0,
+                    set: space.field_eq(Field::TpDst, u128::from(port), 0xffff),
+                    to,
+                })
+                .collect();
+            let kept = |vs: Vec<Violation>| {
+                let mut r = PathResults::default();
+                r.merge(
+                    VmChecked {
+                        violations: vs,
+                        outcomes: 0,
+                        pairs: 0,
+                        footprint: Footprint::default(),
+                        traced: Vec::new(),
+                        outcome_violations: 0,
+                        spoof: space.none(),
+                        delivered: BTreeMap::new(),
+                    },
+                    limit,
+                );
+                r.violations
+                    .iter()
+                    .map(|v| (v.invariant, v.to, v.summary.clone(), v.set.sat_witness()))
+                    .collect::<Vec<_>>()
+            };
+            let mut other = violations.clone();
+            other.rotate_left(rotate % violations.len());
+            other.reverse();
+            prop_assert_eq!(kept(violations), kept(other));
+        }
+    }
 }
