@@ -204,7 +204,7 @@ impl TableFindings {
     pub fn check(net: &Network, input: &Input) -> TableFindings {
         TableFindings {
             aff1: tables::aff1(input.artifacts, input.policy),
-            aff3: nf::aff3(net, input.policy, input.limit),
+            aff3: nf::aff3(net, input.artifacts, input.policy, input.limit),
             aff4: tables::aff4(input.artifacts, input.policy),
             cap1: tables::cap1(input.artifacts, input.policy),
             aff2: input.against.map(|old| tables::aff2(old, input.artifacts)),
@@ -389,7 +389,7 @@ fn render_path(net: &Network, input: &Input, o: &Outcome, cites: &mut Vec<String
         match *h {
             Hop::Flow { bridge, handle } => {
                 let b = &net.bridges[bridge as usize];
-                let Some(f) = b.flow(handle).map(|f| &f.text) else {
+                let Some(f) = b.cite(input.artifacts, handle) else {
                     continue;
                 };
                 hops.push(format!(

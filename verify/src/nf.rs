@@ -27,6 +27,7 @@
 //! are swapped exactly, clause by clause of their BDD (MACs and ARP fields
 //! dropped: the reply carries `b`'s own MAC).
 
+use crate::artifacts::Artifacts;
 use crate::bridge::{End, Hop, Outcome};
 use crate::checks::legit;
 use crate::network::Network;
@@ -286,13 +287,13 @@ fn five_tuple(h: &Headers) -> String {
     )
 }
 
-fn path_text(net: &Network, path: &[Hop], end: String) -> PathCx {
+fn path_text(net: &Network, a: &Artifacts, path: &[Hop], end: String) -> PathCx {
     let mut hops = Vec::new();
     for h in path {
         match *h {
             Hop::Flow { bridge, handle } => {
                 let b = &net.bridges[bridge as usize];
-                let Some(f) = b.flow(handle).map(|f| &f.text) else {
+                let Some(f) = b.cite(a, handle) else {
                     continue;
                 };
                 hops.push(format!(
@@ -332,7 +333,7 @@ pub fn bridge_has_taps(b: &crate::bridge::Bridge) -> bool {
 
 /// Checks AFF-3; one counterexample per (sender, receiver, hop, choice)
 /// that breaks it, at most `limit` per sender pair.
-pub fn aff3(net: &Network, policy: &Policy, limit: usize) -> Vec<Counterexample> {
+pub fn aff3(net: &Network, art: &Artifacts, policy: &Policy, limit: usize) -> Vec<Counterexample> {
     let mut out = Vec::new();
     if !has_taps(net) {
         return out;
@@ -383,7 +384,7 @@ pub fn aff3(net: &Network, policy: &Policy, limit: usize) -> Vec<Counterexample>
                 if found > limit {
                     break;
                 }
-                out.push(counterexample(net, a, b, t, &rev, &reply));
+                out.push(counterexample(net, art, a, b, t, &rev, &reply));
             }
         }
     }
@@ -392,6 +393,7 @@ pub fn aff3(net: &Network, policy: &Policy, limit: usize) -> Vec<Counterexample>
 
 fn counterexample(
     net: &Network,
+    art: &Artifacts,
     a: &crate::policy::Vm,
     b: &crate::policy::Vm,
     t: &Tap,
@@ -423,6 +425,7 @@ fn counterexample(
     };
     let mut paths = vec![path_text(
         net,
+        art,
         &t.path,
         format!("forward copy: {}", t.choice.describe()),
     )];
@@ -434,6 +437,7 @@ fn counterexample(
     if let Some(r) = other {
         paths.push(path_text(
             net,
+            art,
             &r.path,
             format!("reply copy: {}", r.choice.describe()),
         ));

@@ -105,7 +105,7 @@ impl TableChecks {
             endpoints: tables::row_endpoints(a),
             aff1_tunnels: tunnel_findings(a, p),
             members: tunnel_members(a),
-            aff3: nf::aff3(net, p, limit),
+            aff3: nf::aff3(net, a, p, limit),
             aff4: tables::aff4_with(a, p, snat.values().flatten()),
             cap1: tables::cap1_of(&cap_use, p),
             cap_use,
@@ -229,7 +229,7 @@ impl TableChecks {
         self.lap("NF taps of dirty bridges", &mut t0);
         // AFF-3 reads paths through the whole network: vacuous without taps
         if !self.tapped.is_empty() || !self.aff3.is_empty() {
-            self.aff3 = nf::aff3(net, p, limit);
+            self.aff3 = nf::aff3(net, a, p, limit);
             self.ran("AFF-3", &mut t0);
         }
     }
