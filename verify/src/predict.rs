@@ -286,7 +286,9 @@ fn rewritten(pkt: &Pkt, orig: &Headers) -> (HeaderValues, Option<Headers>) {
     (vals, known.then_some(Headers(concrete)))
 }
 
-/// Runs `probe` through the model.
+/// Runs `probe` through the model (`net` as `Network::build` makes it: the
+/// flows it cites carry their own `file:line`, which a patched bridge's
+/// carried flows do not keep up to date; `Bridge::cite`).
 pub fn predict(
     net: &Network,
     underlay: &BTreeMap<u32, String>,
