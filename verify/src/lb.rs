@@ -580,29 +580,32 @@ impl Lb {
                 ch.addresses.insert(*a);
             }
         }
-        type Key<'a> = (&'static str, &'a [String]);
-        let keys = |a: &'_ Artifacts| -> Vec<(&'static str, Vec<String>)> {
-            ROW_RELATIONS
-                .iter()
-                .flat_map(|rel| a.rows(rel).iter().map(move |r| (*rel, r.vals.clone())))
-                .collect()
-        };
-        let (o, n) = (keys(old), keys(new));
-        let ok: Vec<Key> = o.iter().map(|(r, v)| (*r, v.as_slice())).collect();
-        let nk: Vec<Key> = n.iter().map(|(r, v)| (*r, v.as_slice())).collect();
-        // old row id → new (`None`: every row where it was)
+        // old row id → new; `None`: every row where it was, or (`New`)
+        // the handles already at their rows' new positions
         let moved = match held {
-            Held::Old => crate::incremental::positions(&ok, &nk),
+            Held::Old => {
+                type Key<'a> = (&'static str, &'a [String]);
+                let keys = |a: &'_ Artifacts| -> Vec<(&'static str, Vec<String>)> {
+                    ROW_RELATIONS
+                        .iter()
+                        .flat_map(|rel| a.rows(rel).iter().map(move |r| (*rel, r.vals.clone())))
+                        .collect()
+                };
+                let (o, n) = (keys(old), keys(new));
+                let ok: Vec<Key> = o.iter().map(|(r, v)| (*r, v.as_slice())).collect();
+                let nk: Vec<Key> = n.iter().map(|(r, v)| (*r, v.as_slice())).collect();
+                crate::incremental::positions(&ok, &nk)
+            }
             Held::New => None,
         };
         let map = std::array::from_fn(|k| {
             let to = |at: u32| -> u32 {
-                let at = match (&moved, held) {
-                    (Some(m), Held::Old) => match m[(was.base[k] + at) as usize] {
+                let at = match &moved {
+                    Some(m) => match m[(was.base[k] + at) as usize] {
                         Some(id) => id - self.base[k],
                         None => return FREE,
                     },
-                    _ => at,
+                    None => at,
                 };
                 handle(k, at)
             };

@@ -46,8 +46,9 @@
 //! it, and the policy diff), `bridge_change.rs` (a rebuilt bridge's flows
 //! added and removed), `pairing.rs` (old position → new of equal items),
 //! `renumber.rs` (kept paths' handles brought up to date after the
-//! load-balancer model is built again, through a bounded log), `recheck.rs` (a visited VM traced again on the packets a
-//! change met, or its pair checks re-run; the VMs a change can affect).
+//! load-balancer model is built again, through a bounded log),
+//! `recheck.rs` (a visited VM traced again on the packets a change met,
+//! or its pair checks re-run; the VMs a change can affect).
 
 mod bridge_change;
 mod changes;
