@@ -21,7 +21,7 @@ pub struct Row {
 }
 
 /// One OpenFlow flow of a bridge, as text.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct FlowText {
     pub table: u8,
     pub priority: u16,

@@ -13,12 +13,14 @@
 //! over-approximated: an unknown field may match any flow and masks none.
 
 use crate::artifacts::{FlowText, GroupText};
+use crate::incremental::Moves;
 use crate::lookup_cache::{CacheEdit, FlowAt, LookupCache};
 use crate::ofctl::{self, Action, Constraint, Nat, OfctlError};
 use crate::space::{Field, Space};
 use biodivine_lib_bdd::Bdd;
 use std::cell::RefCell;
-use std::collections::{BTreeMap, HashMap};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::rc::Rc;
 
 /// The value of a field on a path, relative to the packet as sent.
@@ -93,6 +95,7 @@ pub struct Outcome {
     pub end: End,
 }
 
+#[derive(Default)]
 pub struct Flow {
     pub text: FlowText,
     pub matches: Vec<Constraint>,
@@ -137,27 +140,18 @@ pub struct Bridge {
     /// bridge was patched): then only the artifacts cite them.
     patched: bool,
     pub groups: BTreeMap<u32, Group>,
+    /// Per table, its flows' positions by priority, then file order.
     tables: BTreeMap<u8, Vec<u32>>,
+    /// Per table, the fields its flows match (sorted).
     keys: BTreeMap<u8, Vec<Field>>,
+    /// Per table, its flows and each field's matches among them: what
+    /// `keys` follows when a patch adds or removes a few flows.
+    counts: BTreeMap<u8, TableCounts>,
     /// Table lookups by the values read, carried across rebuilds
     /// (`lookup_cache.rs`).
     cache: RefCell<LookupCache<Applicable>>,
     /// When set, what runs read is noted here ([`Bridge::record`]).
     reads: RefCell<Option<Reads>>,
-}
-
-/// A flow [`Bridge::patched`] found neither carried nor parsed: parsed
-/// here (the pairing it checked makes this unreachable).
-fn unreachable_flow(f: &FlowText) -> Result<Flow, FlowError> {
-    let e = |source| FlowError {
-        at: f.at.clone(),
-        source,
-    };
-    Ok(Flow {
-        text: f.clone(),
-        matches: ofctl::parse_match(&f.matches).map_err(e)?,
-        actions: ofctl::parse_actions(&f.actions).map_err(e)?,
-    })
 }
 
 /// What runs of a bridge read: each table with the values of the fields
@@ -311,46 +305,48 @@ impl Bridge {
 
     /// `old` with its flows moved to their new positions (`moved`: old
     /// position → new, flows paired by their text, `file:line` aside;
-    /// `None`: the same flows) and only the flows it lacks parsed: a
-    /// change of a few flows of tens of thousands (a Hoverboard) neither
-    /// hashes nor clones the rest. A carried flow keeps its handle; a new
-    /// one takes a number never given before. `old` is left without flows
-    /// (its cache and keys stay, for [`Bridge::carry_cache`]); on an error
-    /// it is left as it was.
-    pub fn patched(
+    /// `None`: the same flows), patched where `moved` says the flows
+    /// changed: only the middle's new flows are parsed, the flows after it
+    /// shift in one move, and the tables and their fields follow the flows
+    /// added and removed. A change of a few flows of tens of thousands (a
+    /// Hoverboard) neither hashes, clones nor re-sorts the rest. A carried
+    /// flow keeps its handle; a new one takes a number never given before.
+    /// `old` is left without flows (its cache and keys stay, for
+    /// [`Bridge::carry_cache`]); on an error it is left as it was.
+    pub(crate) fn patched(
         old: &mut Bridge,
         flows: &[FlowText],
         groups: &[GroupText],
-        moved: Option<&[Option<u32>]>,
+        moved: Option<&Moves>,
     ) -> Result<Bridge, FlowError> {
-        // new position → old, each old flow carried at most once
-        let mut carried: Vec<Option<usize>> = vec![None; flows.len()];
-        let mut taken = vec![false; old.flows.len()];
-        match moved {
-            None if old.flows.len() == flows.len() => {
-                carried
-                    .iter_mut()
-                    .enumerate()
-                    .for_each(|(i, c)| *c = Some(i));
-            }
+        let n_old = old.flows.len();
+        // the old middle, the new one, and per new middle position the old
+        // flow carried there (each old flow carried at most once)
+        let (om, nm, carried) = match moved {
+            None if n_old == flows.len() => (0..0, 0..0, Vec::new()),
             None => return Bridge::rebuilt(old, flows, groups),
             Some(m) => {
-                for (i, j) in m.iter().enumerate() {
-                    let Some(j) = j else { continue };
-                    let (Some(c), Some(t)) = (carried.get_mut(*j as usize), taken.get_mut(i))
-                    else {
-                        return Bridge::rebuilt(old, flows, groups);
-                    };
-                    if c.is_some() || *t {
-                        return Bridge::rebuilt(old, flows, groups);
-                    }
-                    (*c, *t) = (Some(i), true);
+                let (om, nm) = (m.old_middle(), m.new_middle());
+                if m.old_len != n_old || m.new_len != flows.len() || m.middle.len() != om.len() {
+                    return Bridge::rebuilt(old, flows, groups);
                 }
+                let mut carried: Vec<Option<usize>> = vec![None; nm.len()];
+                for (i, j) in m.middle.iter().enumerate() {
+                    let Some(j) = j else { continue };
+                    let c = (*j as usize)
+                        .checked_sub(nm.start)
+                        .and_then(|k| carried.get_mut(k));
+                    match c {
+                        Some(c @ None) => *c = Some(i),
+                        _ => return Bridge::rebuilt(old, flows, groups),
+                    }
+                }
+                (om, nm, carried)
             }
-        }
+        };
         // parse what is new before anything of `old` moves
-        let mut fresh: Vec<Option<(Vec<Constraint>, Vec<Action>)>> = Vec::new();
-        for (f, c) in flows.iter().zip(&carried) {
+        let mut fresh: Vec<Option<Flow>> = Vec::with_capacity(nm.len());
+        for (f, c) in flows[nm.clone()].iter().zip(&carried) {
             fresh.push(match c {
                 Some(_) => None,
                 None => {
@@ -358,14 +354,137 @@ impl Bridge {
                         at: f.at.clone(),
                         source,
                     };
-                    Some((
-                        ofctl::parse_match(&f.matches).map_err(e)?,
-                        ofctl::parse_actions(&f.actions).map_err(e)?,
-                    ))
+                    Some(Flow {
+                        text: f.clone(),
+                        matches: ofctl::parse_match(&f.matches).map_err(e)?,
+                        actions: ofctl::parse_actions(&f.actions).map_err(e)?,
+                    })
                 }
             });
         }
-        // a group whose text is the same keeps its parsed buckets
+        let gs = Bridge::patched_groups(old, groups)?;
+        // the flows: the old middle out, the new one in (its carried flows
+        // moved, not cloned; their `file:line` is left as parsed: comparing
+        // and copying every carried flow's was 41% of an update that edits
+        // two Hoverboards at 100k VMs; citations read the artifacts, see
+        // [`Bridge::cite`])
+        let mut fl = std::mem::take(&mut old.flows);
+        let mut out: Vec<Flow> = fl[om.clone()].iter_mut().map(std::mem::take).collect();
+        let mut counts = std::mem::take(&mut old.counts);
+        let mut refields = BTreeSet::new();
+        for (f, i) in out.iter().zip(om.clone()) {
+            if moved.and_then(|m| m.get(i)).is_none() {
+                refields.extend(count(&mut counts, f, false));
+            }
+        }
+        let middle: Vec<Flow> = carried
+            .iter()
+            .zip(fresh)
+            .map(|(c, f)| match (c, f) {
+                (Some(i), _) => std::mem::take(&mut out[*i]),
+                (None, f) => f.unwrap_or_default(),
+            })
+            .collect();
+        for (f, c) in middle.iter().zip(&carried) {
+            if c.is_none() {
+                refields.extend(count(&mut counts, f, true));
+            }
+        }
+        fl.splice(om.clone(), middle);
+        // handles: the flows not carried lose theirs, new flows take new
+        // ones, and every flow that moved is found where it is now
+        let mut handles = std::mem::take(&mut old.handles);
+        let mut at = std::mem::take(&mut old.at);
+        for (k, &h) in handles[om.clone()].iter().enumerate() {
+            if moved.and_then(|m| m.get(om.start + k)).is_none() {
+                at[h as usize] = GONE;
+            }
+        }
+        let mid_handles: Vec<u32> = carried
+            .iter()
+            .map(|c| match c {
+                Some(i) => handles[om.start + i],
+                None => {
+                    at.push(GONE);
+                    (at.len() - 1) as u32
+                }
+            })
+            .collect();
+        handles.splice(om.clone(), mid_handles);
+        let shifted = match n_old == fl.len() {
+            true => nm.clone(),
+            false => nm.start..fl.len(),
+        };
+        for j in shifted {
+            at[handles[j] as usize] = j as u32;
+        }
+        // tables: positions renumbered, the flows gone dropped, the new
+        // ones put in their place by priority
+        let mut tables = std::mem::take(&mut old.tables);
+        if let Some(m) = moved {
+            let in_order = {
+                let kept = m.middle.iter().flatten();
+                kept.clone().zip(kept.skip(1)).all(|(a, b)| a < b)
+            };
+            let mut added: BTreeMap<u8, Vec<u32>> = BTreeMap::new();
+            for (k, c) in carried.iter().enumerate() {
+                if c.is_none() {
+                    let j = nm.start + k;
+                    added.entry(fl[j].text.table).or_default().push(j as u32);
+                }
+            }
+            for (t, v) in tables.iter_mut() {
+                v.retain_mut(|p| match m.get(*p as usize) {
+                    Some(j) => {
+                        *p = j;
+                        true
+                    }
+                    None => false,
+                });
+                let new = added.remove(t).unwrap_or_default();
+                place(&fl, v, new, in_order);
+            }
+            for (t, new) in added {
+                let v = tables.entry(t).or_default();
+                place(&fl, v, new, true);
+            }
+            tables.retain(|_, v| !v.is_empty());
+        }
+        // fields: only tables whose matched fields changed are read again
+        let mut keys = old.keys.clone();
+        for t in refields {
+            match counts.get(&t) {
+                Some(c) if c.flows > 0 => {
+                    keys.insert(t, c.keys());
+                }
+                _ => {
+                    keys.remove(&t);
+                    counts.remove(&t);
+                }
+            }
+        }
+        Ok(Bridge {
+            name: old.name.clone(),
+            index: old.index,
+            flows: fl,
+            groups: gs,
+            tables,
+            keys,
+            counts,
+            handles,
+            at,
+            patched: true,
+            cache: RefCell::new(LookupCache::default()),
+            reads: RefCell::new(None),
+        })
+    }
+
+    /// `groups` parsed, a group whose text is the same taking `old`'s
+    /// parsed buckets (`old` is left without groups).
+    fn patched_groups(
+        old: &mut Bridge,
+        groups: &[GroupText],
+    ) -> Result<BTreeMap<u32, Group>, FlowError> {
         let mut new_buckets: BTreeMap<u32, Option<Vec<Vec<Action>>>> = BTreeMap::new();
         for g in groups {
             let same = old
@@ -382,50 +501,6 @@ impl Bridge {
                 ),
             };
             new_buckets.insert(g.id, parsed);
-        }
-        let mut old_flows: Vec<Option<Flow>> = std::mem::take(&mut old.flows)
-            .into_iter()
-            .map(Some)
-            .collect();
-        let mut fl = Vec::with_capacity(flows.len());
-        // the flows not carried lose their handles; the rest move
-        let mut at = std::mem::take(&mut old.at);
-        for (i, h) in old.handles.iter().enumerate() {
-            if !taken[i] {
-                at[*h as usize] = GONE;
-            }
-        }
-        let mut handles = Vec::with_capacity(flows.len());
-        for (j, c) in carried.iter().enumerate() {
-            let h = match c {
-                Some(i) => old.handles[*i],
-                None => {
-                    at.push(GONE);
-                    (at.len() - 1) as u32
-                }
-            };
-            at[h as usize] = j as u32;
-            handles.push(h);
-        }
-        old.handles = Vec::new();
-        for ((f, c), p) in flows.iter().zip(carried).zip(fresh) {
-            let kept = c.and_then(|i| old_flows[i].take());
-            let flow = match (kept, p) {
-                // its `file:line` is left as parsed: comparing and copying
-                // every carried flow's (most move when a line above them
-                // is added or removed) was 41% of an update that edits two
-                // Hoverboards at 100k VMs; citations read the artifacts
-                // ([`Bridge::cite`])
-                (Some(k), _) => k,
-                (None, Some((matches, actions))) => Flow {
-                    text: f.clone(),
-                    matches,
-                    actions,
-                },
-                // each carried flow was checked to be there once
-                (None, None) => unreachable_flow(f)?,
-            };
-            fl.push(flow);
         }
         let mut old_groups = std::mem::take(&mut old.groups);
         let mut gs = BTreeMap::new();
@@ -449,9 +524,7 @@ impl Bridge {
                 },
             );
         }
-        let mut b = Bridge::assemble(&old.name, old.index, fl, gs);
-        (b.handles, b.at, b.patched) = (handles, at, true);
-        Ok(b)
+        Ok(gs)
     }
 
     fn build<'a>(
@@ -503,32 +576,15 @@ impl Bridge {
     /// A bridge of these parsed flows and groups: its tables (flows by
     /// priority) and the fields each table matches.
     fn assemble(name: &str, index: u32, fl: Vec<Flow>, gs: BTreeMap<u32, Group>) -> Bridge {
-        // one pass over the flows for both maps; a table matches a few
-        // fields, so a linear `contains` beats collecting every flow's
-        // fields and sorting them (a rebuilt Hoverboard's flows are tens of
-        // thousands per VM change)
         let mut tables: BTreeMap<u8, Vec<u32>> = BTreeMap::new();
-        let mut keys: BTreeMap<u8, Vec<Field>> = BTreeMap::new();
+        let mut counts: BTreeMap<u8, TableCounts> = BTreeMap::new();
         for (i, f) in fl.iter().enumerate() {
             tables.entry(f.text.table).or_default().push(i as u32);
-            let k = keys.entry(f.text.table).or_default();
-            for c in &f.matches {
-                if !k.contains(&c.field) {
-                    k.push(c.field);
-                }
-            }
+            count(&mut counts, f, true);
         }
-        keys.values_mut().for_each(|v| v.sort_unstable());
-        // by priority, then file order (the indices are in file order):
-        // sorted on the pairs, without reading a flow per comparison
+        let keys = counts.iter().map(|(t, c)| (*t, c.keys())).collect();
         for v in tables.values_mut() {
-            let mut by: Vec<(std::cmp::Reverse<u16>, u32)> = v
-                .iter()
-                .map(|&i| (std::cmp::Reverse(fl[i as usize].text.priority), i))
-                .collect();
-            by.sort_unstable();
-            v.clear();
-            v.extend(by.into_iter().map(|(_, i)| i));
+            sort_by_priority(&fl, v);
         }
         let n = fl.len() as u32;
         Bridge {
@@ -538,6 +594,7 @@ impl Bridge {
             groups: gs,
             tables,
             keys,
+            counts,
             handles: (0..n).collect(),
             at: (0..n).collect(),
             patched: false,
@@ -555,10 +612,10 @@ impl Bridge {
     /// change is logged and each lookup thinned when next read
     /// (`lookup_cache.rs`; a pass over a Hoverboard's whole cache per
     /// rebuild was half of rebuilding it).
-    pub fn carry_cache(
+    pub(crate) fn carry_cache(
         &self,
         old: Bridge,
-        flows: Option<&[Option<u32>]>,
+        flows: Option<&Moves>,
         keep: impl Fn(u8, &[(Field, Val)]) -> bool + 'static,
     ) {
         let mut refields: Vec<u8> = old
@@ -573,7 +630,7 @@ impl Bridge {
         let edit = CacheEdit {
             refields,
             keep: Box::new(keep),
-            flows: flows.map(<[Option<u32>]>::to_vec),
+            flows: flows.cloned(),
         };
         let cache = old.cache.into_inner().carried(edit, |t| self.keys.get(&t));
         let mut mine = self.cache.borrow_mut();
@@ -975,6 +1032,79 @@ impl Bridge {
 
 /// Whether two constraint lists (on original header fields) can never hold
 /// together: some field is fixed to different values on common mask bits.
+/// A table's flows, and per field its flows match, how many matches.
+#[derive(Default)]
+struct TableCounts {
+    flows: u32,
+    fields: Vec<(Field, u32)>,
+}
+
+impl TableCounts {
+    /// The fields matched, sorted.
+    fn keys(&self) -> Vec<Field> {
+        let mut k: Vec<Field> = self
+            .fields
+            .iter()
+            .filter(|(_, n)| *n > 0)
+            .map(|(f, _)| *f)
+            .collect();
+        k.sort_unstable();
+        k
+    }
+}
+
+/// Counts flow `f` into its table (`add`) or out of it; returns the table
+/// if the fields it matches (or whether it has flows) changed. A table
+/// matches a few fields, so a linear search beats a map.
+fn count(counts: &mut BTreeMap<u8, TableCounts>, f: &Flow, add: bool) -> Option<u8> {
+    let c = counts.entry(f.text.table).or_default();
+    let step = |n: &mut u32| {
+        let was = *n;
+        *n = if add { was + 1 } else { was.saturating_sub(1) };
+        (was == 0) != (*n == 0)
+    };
+    let mut changed = step(&mut c.flows);
+    for m in &f.matches {
+        let at = match c.fields.iter().position(|(x, _)| *x == m.field) {
+            Some(at) => at,
+            None => {
+                c.fields.push((m.field, 0));
+                c.fields.len() - 1
+            }
+        };
+        changed |= step(&mut c.fields[at].1);
+    }
+    changed.then_some(f.text.table)
+}
+
+/// Sorts a table's flow positions by priority, then file order: on the
+/// pairs, without reading a flow per comparison.
+fn sort_by_priority(fl: &[Flow], v: &mut Vec<u32>) {
+    let mut by: Vec<(Reverse<u16>, u32)> = v
+        .iter()
+        .map(|&i| (Reverse(fl[i as usize].text.priority), i))
+        .collect();
+    by.sort_unstable();
+    v.clear();
+    v.extend(by.into_iter().map(|(_, i)| i));
+}
+
+/// Puts the flows at positions `new` (of `fl`) into table `v` (positions
+/// by priority, then file order, if `sorted`): a few are inserted where
+/// they belong, more are sorted in with the rest.
+fn place(fl: &[Flow], v: &mut Vec<u32>, new: Vec<u32>, sorted: bool) {
+    let key = |i: u32| (Reverse(fl[i as usize].text.priority), i);
+    if sorted && new.len() <= 32 {
+        for j in new {
+            let at = v.partition_point(|&q| key(q) < key(j));
+            v.insert(at, j);
+        }
+        return;
+    }
+    v.extend(new);
+    sort_by_priority(fl, v);
+}
+
 fn disjoint(a: &[Constraint], b: &[Constraint]) -> bool {
     a.iter().any(|x| {
         b.iter().any(|y| {
@@ -1026,15 +1156,20 @@ mod tests {
         }
     }
 
-    /// A flow of table 0 from small numbers: few distinct flows, so texts
-    /// repeat and a TCP port decides which wins.
+    /// A flow from small numbers: few distinct flows, so texts repeat and
+    /// a TCP port decides which wins; mostly of table 0, some of table 1,
+    /// some matching an address instead (tables whose fields differ).
     fn flow(x: (u8, u8, u8)) -> FlowText {
         let (prio, port, out) = (x.0 % 3, x.1 % 4, x.2 % 3);
+        let matches = match x.1 / 4 % 4 {
+            3 => format!("ip,nw_dst=10.0.0.{port}"),
+            _ => format!("tcp,tp_dst={}", 80 + u16::from(port)),
+        };
         FlowText {
-            table: 0,
+            table: u8::from(x.0 / 3 % 4 == 3),
             priority: 100 + u16::from(prio),
             cookie: 0,
-            matches: format!("tcp,tp_dst={}", 80 + u16::from(port)),
+            matches,
             actions: format!("output:{}", out + 1),
             at: String::new(),
         }
@@ -1082,19 +1217,19 @@ mod tests {
             let mut cur: Vec<FlowText> = flows.into_iter().map(flow).collect();
             let mut b = Bridge::new("br", 0, &cur, &[]).unwrap();
             let mut given: std::collections::BTreeSet<u32> = b.handles.iter().copied().collect();
-            let key = |f: &FlowText| (f.priority, f.matches.clone(), f.actions.clone());
+            let key = |f: &FlowText| (f.table, f.priority, f.matches.clone(), f.actions.clone());
             for edits in steps {
                 let next: Vec<FlowText> = crate::edited(&cur, edits.into_iter().map(|(at, f)| (at, f.map(flow))).collect());
-                let keys = |fs: &[FlowText]| fs.iter().map(key).collect::<Vec<_>>();
-                let moved = crate::incremental::positions(&keys(&cur), &keys(&next));
-                let before: Vec<(u32, (u16, String, String))> = b
+                let moved = crate::incremental::moves_by(&cur, &next, key);
+                let before: Vec<(u32, (u8, u16, String, String))> = b
                     .handles
                     .iter()
                     .map(|&h| (h, key(&b.flow(h).unwrap().text)))
                     .collect();
                 let old_len = b.at.len() as u32;
-                let p = Bridge::patched(&mut b, &next, &[], moved.as_deref()).unwrap();
-                for (i, j) in moved.clone().unwrap_or_else(|| (0..cur.len() as u32).map(Some).collect()).into_iter().enumerate() {
+                let p = Bridge::patched(&mut b, &next, &[], moved.as_ref()).unwrap();
+                let pairs = moved.as_ref().map_or_else(|| (0..cur.len() as u32).map(Some).collect(), Moves::to_vec);
+                for (i, j) in pairs.into_iter().enumerate() {
                     if let Some(j) = j {
                         prop_assert_eq!(p.handles[j as usize], before[i].0, "a carried flow's handle");
                     }
@@ -1111,6 +1246,9 @@ mod tests {
                     }
                 }
                 let fresh = Bridge::new("br", 0, &next, &[]).unwrap();
+                // the tables and their fields as a build reads them
+                prop_assert_eq!(&p.tables, &fresh.tables);
+                prop_assert_eq!(&p.keys, &fresh.keys);
                 let all = Pkt { set: space.all(), over: BTreeMap::new() };
                 let (mut a, mut f) = (Vec::new(), Vec::new());
                 p.run(&space, &all, 0, &[], true, &mut a);
@@ -1148,7 +1286,7 @@ mod tests {
         let mut next = cur[1..].to_vec();
         at(&mut next);
         let mut b = Bridge::new("br", 0, &cur, &[]).unwrap();
-        let moved = [None, Some(0), Some(1)];
+        let moved = Moves::listed(vec![None, Some(0), Some(1)], 2);
         let p = Bridge::patched(&mut b, &next, &[], Some(&moved)).unwrap();
         let mut a = crate::artifacts::Artifacts::default();
         a.flows.insert("br".into(), next);

@@ -17,6 +17,7 @@
 //! one pass and the log emptied (memory: each edit holds a flow map).
 
 use crate::bridge::Val;
+use crate::incremental::Moves;
 use crate::space::Field;
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -46,9 +47,9 @@ pub(crate) struct CacheEdit {
     /// Whether a lookup of this table with these field values computes
     /// alike after the rebuild (no flow added or removed can match it).
     pub keep: Keep,
-    /// Old flow position → new (`None`: the flow is gone); `None`: the
-    /// positions did not move.
-    pub flows: Option<Vec<Option<u32>>>,
+    /// Old flow position → new (a flow it maps to `None` is gone);
+    /// `None`: the positions did not move.
+    pub flows: Option<Moves>,
 }
 
 /// A flow entry of a cached lookup whose position an edit can move.
@@ -160,7 +161,7 @@ fn replay<A: FlowAt>(
         let out = Rc::make_mut(app);
         for a in out.iter_mut() {
             let at = a.flow_mut();
-            let Some(Some(to)) = m.get(*at as usize).copied() else {
+            let Some(to) = m.get(*at as usize) else {
                 return false;
             };
             *at = to;
@@ -208,7 +209,7 @@ mod tests {
                 };
                 !touched.contains(&(t, v))
             }),
-            flows: s.flows.clone(),
+            flows: s.flows.clone().map(|m| Moves::listed(m, 8)),
         }
     }
 

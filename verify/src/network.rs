@@ -169,12 +169,12 @@ impl Network {
     /// `groups`; the rest of the network is kept, and so are the old
     /// bridge's table lookups that `keep` says no changed flow can meet
     /// (`renumber`: old flow index → new, `None` = unchanged).
-    pub fn replace_bridge(
+    pub(crate) fn replace_bridge(
         &mut self,
         name: &str,
         flows: &[crate::artifacts::FlowText],
         groups: &[crate::artifacts::GroupText],
-        renumber: Option<&[Option<u32>]>,
+        renumber: Option<&crate::incremental::Moves>,
         keep: impl Fn(u8, &[(Field, Val)]) -> bool + 'static,
     ) -> Result<(), ModelError> {
         let Some(&i) = self.by_name.get(name) else {

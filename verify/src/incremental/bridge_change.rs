@@ -44,10 +44,6 @@ pub(super) fn flows_by_table(fs: Option<&Vec<FlowText>>) -> BTreeMap<u8, Vec<&Fl
     m
 }
 
-pub(super) fn flow_keys(fs: Option<&Vec<FlowText>>) -> Vec<FlowKey<'_>> {
-    fs.into_iter().flatten().map(|f| flow_key(&f)).collect()
-}
-
 pub(super) fn flow_key<'a>(f: &&'a FlowText) -> FlowKey<'a> {
     (
         f.table,
@@ -59,44 +55,48 @@ pub(super) fn flow_key<'a>(f: &&'a FlowText) -> FlowKey<'a> {
 }
 
 /// How a bridge changed. `moved` pairs its flows (old position → new, by
-/// [`positions`]; `None`: the same flows): when the kept flows keep their
-/// order, the flows added and removed are read off it (a few flows of
-/// tens of thousands at a Hoverboard, without sorting every flow);
-/// otherwise each table is compared as a set ([`bridge_change_by_sets`]).
+/// [`moves_by`]; `None`: the same flows): when the kept flows keep their
+/// order, the flows added and removed are read off its middle (a few
+/// flows of tens of thousands at a Hoverboard, without a pass over every
+/// flow); otherwise each table is compared as a set
+/// ([`bridge_change_by_sets`]).
 pub(super) fn bridge_change(
     of: Option<&Vec<FlowText>>,
     nf: Option<&Vec<FlowText>>,
     og: Option<&Vec<GroupText>>,
     ng: Option<&Vec<GroupText>>,
-    moved: Option<&[Option<u32>]>,
+    moved: Option<&Moves>,
 ) -> BridgeChange {
     let (ofs, nfs) = (
         of.map(Vec::as_slice).unwrap_or(&[]),
         nf.map(Vec::as_slice).unwrap_or(&[]),
     );
+    // the prefix and suffix keep their order, on either side of the middle
     let in_order = moved.is_none_or(|m| {
-        m.iter()
-            .flatten()
-            .zip(m.iter().flatten().skip(1))
-            .all(|(a, b)| a < b)
+        let kept = m.middle.iter().flatten();
+        kept.clone().zip(kept.skip(1)).all(|(a, b)| a < b)
     });
-    let mut bc = match in_order {
-        false => bridge_change_by_sets(of, nf),
-        true => {
+    let mut bc = match (in_order, moved) {
+        (false, _) => bridge_change_by_sets(of, nf),
+        (true, None) => BridgeChange::default(),
+        (true, Some(m)) => {
             let mut bc = BridgeChange::default();
-            if let Some(m) = moved {
-                let mut hit = vec![false; nfs.len()];
-                for j in m.iter().flatten() {
-                    hit[*j as usize] = true;
-                }
-                let removed = ofs.iter().zip(m).filter(|(_, j)| j.is_none());
-                let added = nfs.iter().zip(&hit).filter(|(_, h)| !**h);
-                for (f, _) in removed.chain(added.map(|(f, _)| (f, &None))) {
-                    match crate::ofctl::parse_match(&f.matches) {
-                        Ok(m) => bc.flows.entry(f.table).or_default().push(m),
-                        Err(_) => {
-                            bc.tables.insert(f.table);
-                        }
+            let nm = m.new_middle();
+            let mut hit = vec![false; nm.len()];
+            for j in m.middle.iter().flatten() {
+                hit[*j as usize - nm.start] = true;
+            }
+            let removed = ofs[m.old_middle()]
+                .iter()
+                .zip(&m.middle)
+                .filter(|(_, j)| j.is_none())
+                .map(|(f, _)| f);
+            let added = nfs[nm].iter().zip(&hit).filter(|(_, h)| !**h);
+            for f in removed.chain(added.map(|(f, _)| f)) {
+                match crate::ofctl::parse_match(&f.matches) {
+                    Ok(m) => bc.flows.entry(f.table).or_default().push(m),
+                    Err(_) => {
+                        bc.tables.insert(f.table);
                     }
                 }
             }

@@ -60,7 +60,7 @@ use bridge_change::*;
 pub(crate) use bridge_change::{same_flow_text, same_group_text};
 use changes::*;
 use pairing::*;
-pub(crate) use pairing::{paired, positions};
+pub(crate) use pairing::{moves_by, paired, positions, Moves};
 use recheck::*;
 use renumber::*;
 
@@ -324,7 +324,11 @@ impl Verifier {
             let (og, ng) = (self.artifacts.groups.get(name), artifacts.groups.get(name));
             // one pass over the flows' text: the keys are what
             // `same_flow_text` compares, so no move is the same text
-            let moved = positions(&flow_keys(of), &flow_keys(nf_));
+            let moved = moves_by(
+                of.map_or(&[][..], Vec::as_slice),
+                nf_.map_or(&[][..], Vec::as_slice),
+                |f| flow_key(&f),
+            );
             let same_text = moved.is_none() && same(og, ng, same_group_text);
             let same_at = same_text
                 && same(of, nf_, |a, b| a.at == b.at)
@@ -336,13 +340,13 @@ impl Verifier {
             let bc = if same_text {
                 BridgeChange::default()
             } else {
-                bridge_change(of, nf_, og, ng, moved.as_deref())
+                bridge_change(of, nf_, og, ng, moved.as_ref())
             };
             self.net.replace_bridge(
                 name,
                 nf_.map(Vec::as_slice).unwrap_or(&[]),
                 ng.map(Vec::as_slice).unwrap_or(&[]),
-                moved.as_deref(),
+                moved.as_ref(),
                 {
                     // the cache keeps it until its lookups are next read
                     let bc = bc.clone();
