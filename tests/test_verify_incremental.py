@@ -396,6 +396,47 @@ def test_aff1_citation_follows_its_moved_line(
     same_report(full, inc)
 
 
+# ------------------------------------------------ AFF-4's citations follow a host's SNAT flows
+
+# A host's SNAT grants are kept with their flows' positions and moved by
+# the update's flow moves; a grant whose flow only moved changes no AFF-4
+# finding but the lines an overlap cites, so the check is skipped only when
+# it found nothing. Here two of ananta's h1 SNAT flows overlap (AFF-4
+# violated in both generations) and a flow no packet reaches is added above
+# them (or removed): a skipped re-run would cite the old lines.
+def snat_flows_overlap(d: Path) -> None:
+    f = d / "ovs" / "h1.flows"
+    lines = f.read_text().splitlines(keepends=True)
+    # 10.10.1.11's grant of 131.107.0.99 given to a second address as well
+    at = next(i for i, x in enumerate(lines) if "nw_src=10.10.1.11" in x and "nat(src=131.107.0.99:" in x)
+    lines.insert(at + 1, lines[at].replace("nw_src=10.10.1.11", "nw_src=10.10.1.99"))
+    f.write_text("".join(lines))
+
+
+@pytest.mark.parametrize("reverse", [False, True], ids=["insert", "remove"])
+def test_aff4_citation_follows_its_moved_flow(netc_bin: str, work: Path, reverse: bool) -> None:
+    intent = REPO / "examples" / "ananta" / "intent.ndl"
+    _, good = compile_text(netc_bin, intent.read_text(), work)
+    bad = mutated(work / "snat-flows-overlap", good, snat_flows_overlap)
+    shifted = work / "snat-flows-shifted"
+    if not shifted.exists():
+        shutil.copytree(bad, shifted)
+        f = shifted / "ovs" / "h1.flows"
+        f.write_text("table=250,priority=1,actions=drop\n" + f.read_text())
+    old, new = (shifted, bad) if reverse else (bad, shifted)
+    _, before, _ = verify(netc_bin, ["--artifacts", str(old), str(intent)])
+    rc_full, full, err = verify(netc_bin, ["--artifacts", str(new), str(intent)])
+    rc_inc, inc, err2 = verify(netc_bin, ["--artifacts", str(new), "--since", str(old), str(intent)])
+    aff4 = lambda r: next(v for v in r["verdicts"] if v["invariant"] == "AFF-4")  # noqa: E731
+    assert rc_full == 1 and aff4(full)["status"] == "violated", err
+    assert aff4(full) != aff4(before), "the added flow moved no cited line"
+    assert rc_inc == 1, err2
+    u = inc["stats"]["incremental"]
+    assert not u["full"] and u["bridges_rebuilt"] == 1, u
+    assert "AFF-4" in u["tables_rerun"], u
+    same_report(full, inc)
+
+
 # ------------------------------------------------ NF taps appearing or disappearing in an update
 
 # Which bridges tap is kept across updates and re-read only for the dirty

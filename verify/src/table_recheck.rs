@@ -17,7 +17,9 @@
 //!   VM's (VNI, address) (findings kept per row, each row's member parsed
 //!   once and moved with the rows; all when the underlay changed);
 //! - AFF-4: [`tables::AFF4_RELATIONS`], the SNAT grants of each bridge's
-//!   flows (kept per device, re-read for the dirty devices), the underlay,
+//!   flows (kept per device with their flows' positions; for a dirty
+//!   device moved by its flows' moves and only the edited middle read), the
+//!   underlay,
 //!   and of the VMs only those with a SNAT owner's (VNI, address) or a
 //!   SNAT range's tenant ([`tables::aff4_vm_reads`]);
 //! - CAP-1: [`tables::CAP1_RELATIONS`] and the capacities (each
@@ -29,6 +31,7 @@
 
 use crate::artifacts::Artifacts;
 use crate::dirty::Dirty;
+use crate::incremental::Moves;
 use crate::network::Network;
 use crate::policy::Policy;
 use crate::report::Counterexample;
@@ -53,6 +56,9 @@ pub struct Touched<'a> {
     pub vm_tenants: Option<&'a BTreeSet<String>>,
     pub underlay: bool,
     pub capacity: bool,
+    /// Per dirty bridge the update paired, its flows' moves (`None`: the
+    /// same flows); a dirty device not here is read in full.
+    pub(crate) flow_moves: &'a BTreeMap<String, Option<Moves>>,
 }
 
 impl Touched<'_> {
@@ -80,8 +86,9 @@ pub struct TableChecks {
     /// Each switch's CAP-1 table use, moved by the rows added and removed
     /// (a fresh count reads every P4 row: tens of thousands at 10k VMs).
     cap_use: tables::CapUse,
-    /// The SNAT grants of each bridge's flows, by device (in device order).
-    snat: BTreeMap<String, Vec<Grant>>,
+    /// The SNAT grants of each bridge's flows, by device (in device
+    /// order), each with its flow's position.
+    snat: BTreeMap<String, Vec<(u32, Grant)>>,
     /// What AFF-4 reads of the VMs ([`tables::aff4_vm_reads`]): a VM
     /// change that meets neither leaves it as it was.
     aff4_owners: BTreeSet<(u64, u32)>,
@@ -106,7 +113,7 @@ impl TableChecks {
             aff1_tunnels: tunnel_findings(a, p),
             members: tunnel_members(a),
             aff3: nf::aff3(net, a, p, limit),
-            aff4: tables::aff4_with(a, p, snat.values().flatten()),
+            aff4: tables::aff4_with(a, p, snat.values().flatten().map(|(_, g)| g)),
             cap1: tables::cap1_of(&cap_use, p),
             cap_use,
             snat,
@@ -185,15 +192,30 @@ impl TableChecks {
             }
             self.ran("AFF-1 tunnels", &mut t0);
         }
-        let mut grants_changed = false;
+        // a grant's flow that only moved changes no finding but the cites
+        // of an overlap (a line added above a host's SNAT flows moved them)
+        let (mut grants_changed, mut cites_moved) = (false, false);
         for dev in &t.dirty.devices {
-            let now = a.flows.get(dev).map(|f| tables::flow_grants(f));
+            let now = a.flows.get(dev).map(|f| match t.flow_moves.get(dev) {
+                Some(m) => {
+                    let was = self.snat.get(dev).map_or(&[][..], Vec::as_slice);
+                    tables::moved_grants(f, was, m.as_ref())
+                }
+                None => tables::flow_grants_in(f, 0..f.len()),
+            });
             let before = match &now {
                 Some(g) => self.snat.insert(dev.clone(), g.clone()),
                 None => self.snat.remove(dev),
             };
-            grants_changed |= before.unwrap_or_default() != now.unwrap_or_default();
+            let (b, n) = (before.unwrap_or_default(), now.unwrap_or_default());
+            let pairs = || b.iter().zip(&n).map(|((_, x), (_, y))| (x, y));
+            if b.len() != n.len() || pairs().any(|(x, y)| !x.same_but_cite(y)) {
+                grants_changed = true;
+            } else if pairs().any(|(x, y)| x != y) {
+                cites_moved = true;
+            }
         }
+        grants_changed |= cites_moved && !self.aff4.is_empty();
         self.lap("SNAT grants of dirty bridges", &mut t0);
         let aff4_rows = t.any(&tables::AFF4_RELATIONS);
         // AFF-4 reads a VM by its (VNI, address) or its tenant
@@ -209,7 +231,8 @@ impl TableChecks {
             (self.aff4_owners, self.aff4_tenants) = tables::aff4_vm_reads(a);
         }
         if grants_changed || aff4_vms || t.underlay || aff4_rows {
-            self.aff4 = tables::aff4_with(a, p, self.snat.values().flatten());
+            let grants = self.snat.values().flatten().map(|(_, g)| g);
+            self.aff4 = tables::aff4_with(a, p, grants);
             self.ran("AFF-4", &mut t0);
         }
         let cap_rows = t.any(&tables::CAP1_RELATIONS);
@@ -363,10 +386,10 @@ impl TableChecks {
     }
 }
 
-fn grants_by_device(a: &Artifacts) -> BTreeMap<String, Vec<Grant>> {
+fn grants_by_device(a: &Artifacts) -> BTreeMap<String, Vec<(u32, Grant)>> {
     a.flows
         .iter()
-        .map(|(d, f)| (d.clone(), tables::flow_grants(f)))
+        .map(|(d, f)| (d.clone(), tables::flow_grants_in(f, 0..f.len())))
         .filter(|(_, g)| !g.is_empty())
         .collect()
 }

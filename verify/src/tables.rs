@@ -425,9 +425,23 @@ pub fn aff4(a: &Artifacts, policy: &Policy) -> Vec<Counterexample> {
 /// The SNAT grants of one bridge's flows (`ct(…,nat(src=A:lo-hi))` with the
 /// VNI in `reg6` and the DIP in `nw_src`), in flow order.
 pub fn flow_grants(flows: &[FlowText]) -> Vec<Grant> {
+    flow_grants_in(flows, 0..flows.len())
+        .into_iter()
+        .map(|(_, g)| g)
+        .collect()
+}
+
+/// [`flow_grants`] of the flows at positions `range`, each with its flow's
+/// position.
+pub fn flow_grants_in(flows: &[FlowText], range: std::ops::Range<usize>) -> Vec<(u32, Grant)> {
     let mut out = Vec::new();
     // only `nat(src=…)` parses to a source NAT: skip the rest unparsed
-    for fl in flows.iter().filter(|f| f.actions.contains("nat(src=")) {
+    let at = range.start;
+    for (k, fl) in flows[range]
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f.actions.contains("nat(src="))
+    {
         let Ok(acts) = ofctl::parse_actions(&fl.actions) else {
             continue;
         };
@@ -443,18 +457,60 @@ pub fn flow_grants(flows: &[FlowText]) -> Vec<Grant> {
                     get(crate::space::Field::Reg(6)),
                     get(crate::space::Field::NwSrc),
                 ) {
-                    out.push(Grant {
-                        vip: addr,
-                        lo,
-                        hi,
-                        owner: (vni as u64, dip as u32),
-                        at: fl.at.clone(),
-                    });
+                    out.push((
+                        (at + k) as u32,
+                        Grant {
+                            vip: addr,
+                            lo,
+                            hi,
+                            owner: (vni as u64, dip as u32),
+                            at: fl.at.clone(),
+                        },
+                    ));
                 }
             }
         }
     }
     out
+}
+
+/// The grants of a bridge's `flows` after an edit whose flow moves are
+/// `m` (old position → new; `None`: the same flows), from `was` (the
+/// grants before, with their flows' positions): the grants of flows
+/// outside the edited middle moved and cited where their flow is now, the
+/// middle read again. Equals [`flow_grants_in`] over every flow; an update
+/// that edits a Hoverboard reads its few changed flows, not every flow's
+/// actions.
+pub(crate) fn moved_grants(
+    flows: &[FlowText],
+    was: &[(u32, Grant)],
+    m: Option<&crate::incremental::Moves>,
+) -> Vec<(u32, Grant)> {
+    let (om, nm) = m.map_or((0..0, 0..0), |m| (m.old_middle(), m.new_middle()));
+    let moved = |(at, g): &(u32, Grant)| {
+        let to = m.map_or(Some(*at), |m| m.get(*at as usize))?;
+        let cite = flows.get(to as usize)?.at.clone();
+        Some((
+            to,
+            Grant {
+                at: cite,
+                ..g.clone()
+            },
+        ))
+    };
+    let before = was.iter().filter(|(at, _)| (*at as usize) < om.start);
+    let after = was.iter().filter(|(at, _)| (*at as usize) >= om.end);
+    let mut out: Vec<(u32, Grant)> = before.filter_map(moved).collect();
+    out.extend(flow_grants_in(flows, nm));
+    out.extend(after.filter_map(moved));
+    out
+}
+
+impl Grant {
+    /// Equal but for the `file:line` cited.
+    pub fn same_but_cite(&self, o: &Grant) -> bool {
+        (self.vip, self.lo, self.hi, self.owner) == (o.vip, o.lo, o.hi, o.owner)
+    }
 }
 
 /// AFF-4 given the grants of every bridge's flows (in device order, as
@@ -851,6 +907,52 @@ mod tests {
                 }));
         }
         a
+    }
+
+    /// A host flow from small numbers: a SNAT grant of a few (VNI, DIP,
+    /// ports) or another flow; texts repeat.
+    fn snat_flow(x: (u8, u8)) -> FlowText {
+        let (vni, dip) = (10 + x.0 % 3, x.1 % 4);
+        let actions = match x.0 / 3 % 3 {
+            0 => "output:1".to_string(),
+            _ => format!(
+                "ct(commit,table=31,zone={vni},nat(src=100.96.0.1:{}-{}))",
+                1000 + u16::from(dip) * 8,
+                1007 + u16::from(dip) * 8
+            ),
+        };
+        FlowText {
+            table: 30,
+            priority: 5,
+            matches: format!("ip,reg6={vni},nw_src=10.0.0.{dip}"),
+            actions,
+            ..FlowText::default()
+        }
+    }
+
+    /// Each flow cited at its line, as a file of these flows would be.
+    fn lines(mut fs: Vec<FlowText>) -> Vec<FlowText> {
+        for (i, f) in fs.iter_mut().enumerate() {
+            f.at = format!("h.flows:{}", i + 1);
+        }
+        fs
+    }
+
+    proptest! {
+        /// The grants moved by an edit's flow moves (the middle read
+        /// again) equal every flow's grants read afresh, cites included.
+        #[test]
+        fn moved_grants_equal_grants_read_afresh(
+            flows in proptest::collection::vec((any::<u8>(), any::<u8>()), 0..12),
+            edits in proptest::collection::vec((0usize..14, proptest::option::of((any::<u8>(), any::<u8>()))), 0..4),
+        ) {
+            let old = lines(flows.into_iter().map(snat_flow).collect());
+            let new = lines(crate::edited(&old, edits.into_iter().map(|(at, f)| (at, f.map(snat_flow))).collect()));
+            let key = |f: &FlowText| (f.matches.clone(), f.actions.clone());
+            let m = crate::incremental::moves_by(&old, &new, key);
+            let was = flow_grants_in(&old, 0..old.len());
+            prop_assert_eq!(moved_grants(&new, &was, m.as_ref()), flow_grants_in(&new, 0..new.len()));
+        }
     }
 
     proptest! {

@@ -318,6 +318,7 @@ impl Verifier {
         laps.lap(&mut up, "catch-up");
         let mut ch = Changes::default();
         let mut renum = None;
+        let mut flow_moves: BTreeMap<String, Option<Moves>> = BTreeMap::new();
         // bridges
         for name in dirty.devices.iter().filter(|d| is_device(&artifacts, d)) {
             let (of, nf_) = (self.artifacts.flows.get(name), artifacts.flows.get(name));
@@ -329,6 +330,8 @@ impl Verifier {
                 nf_.map_or(&[][..], Vec::as_slice),
                 |f| flow_key(&f),
             );
+            // kept for the SNAT grants' re-read (`table_recheck.rs`)
+            let moved = &*flow_moves.entry(name.clone()).or_insert(moved);
             let same_text = moved.is_none() && same(og, ng, same_group_text);
             let same_at = same_text
                 && same(of, nf_, |a, b| a.at == b.at)
@@ -636,6 +639,7 @@ impl Verifier {
             vm_tenants: (!emptied).then_some(&ch.tenants),
             underlay,
             capacity: policy.capacity != self.policy.capacity,
+            flow_moves: &flow_moves,
         };
         self.tables
             .update(&self.net, &artifacts, &policy, self.limit, &touched);
