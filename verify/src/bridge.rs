@@ -372,8 +372,10 @@ impl Bridge {
         let mut out: Vec<Flow> = fl[om.clone()].iter_mut().map(std::mem::take).collect();
         let mut counts = std::mem::take(&mut old.counts);
         let mut refields = BTreeSet::new();
-        for (f, i) in out.iter().zip(om.clone()) {
-            if moved.and_then(|m| m.get(i)).is_none() {
+        // the old middle's flows, each with its new position (`None`: gone)
+        let old_middle = moved.map_or(&[][..], |m| m.middle.as_slice());
+        for (f, to) in out.iter().zip(old_middle) {
+            if to.is_none() {
                 refields.extend(count(&mut counts, f, false));
             }
         }
@@ -395,8 +397,8 @@ impl Bridge {
         // ones, and every flow that moved is found where it is now
         let mut handles = std::mem::take(&mut old.handles);
         let mut at = std::mem::take(&mut old.at);
-        for (k, &h) in handles[om.clone()].iter().enumerate() {
-            if moved.and_then(|m| m.get(om.start + k)).is_none() {
+        for (&h, to) in handles[om.clone()].iter().zip(old_middle) {
+            if to.is_none() {
                 at[h as usize] = GONE;
             }
         }
@@ -422,10 +424,7 @@ impl Bridge {
         // ones put in their place by priority
         let mut tables = std::mem::take(&mut old.tables);
         if let Some(m) = moved {
-            let in_order = {
-                let kept = m.middle.iter().flatten();
-                kept.clone().zip(kept.skip(1)).all(|(a, b)| a < b)
-            };
+            let in_order = m.in_order();
             let mut added: BTreeMap<u8, Vec<u32>> = BTreeMap::new();
             for (k, c) in carried.iter().enumerate() {
                 if c.is_none() {

@@ -71,11 +71,7 @@ pub(super) fn bridge_change(
         of.map(Vec::as_slice).unwrap_or(&[]),
         nf.map(Vec::as_slice).unwrap_or(&[]),
     );
-    // the prefix and suffix keep their order, on either side of the middle
-    let in_order = moved.is_none_or(|m| {
-        let kept = m.middle.iter().flatten();
-        kept.clone().zip(kept.skip(1)).all(|(a, b)| a < b)
-    });
+    let in_order = moved.is_none_or(Moves::in_order);
     let mut bc = match (in_order, moved) {
         (false, _) => bridge_change_by_sets(of, nf),
         (true, None) => BridgeChange::default(),

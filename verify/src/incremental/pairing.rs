@@ -79,6 +79,13 @@ impl Moves {
         self.prefix..self.new_len - self.suffix
     }
 
+    /// Whether the items kept keep their order (the prefix and suffix
+    /// do, on either side of the middle: only the middle is read).
+    pub(crate) fn in_order(&self) -> bool {
+        let kept = self.middle.iter().flatten();
+        kept.clone().zip(kept.skip(1)).all(|(a, b)| a < b)
+    }
+
     /// Every old item's new position.
     pub(crate) fn to_vec(&self) -> Vec<Option<u32>> {
         (0..self.old_len).map(|i| self.get(i)).collect()
