@@ -490,11 +490,15 @@ pub(crate) fn moved_grants(
     let moved = |(at, g): &(u32, Grant)| {
         let to = m.map_or(Some(*at), |m| m.get(*at as usize))?;
         let cite = flows.get(to as usize)?.at.clone();
+        let (vip, lo, hi, owner) = (g.vip, g.lo, g.hi, g.owner);
         Some((
             to,
             Grant {
+                vip,
+                lo,
+                hi,
+                owner,
                 at: cite,
-                ..g.clone()
             },
         ))
     };
