@@ -12,9 +12,13 @@
  * The 5-tuple hash is specs/functors.md §6 (`hash5`): CRC-32/ISO-HDLC over
  * proto ++ src ++ dst ++ sport ++ dport (8, 32, 32, 16, 16 bits) of the
  * INNERMOST IPv4 packet, base 0, max 2^32; the member index is h5 % n, where
- * n comes from the VIP entry. The index → member mapping is an explicit exact
- * table (not an action selector), because P4Runtime leaves a selector's
- * member order to the target and AFF-1 needs the vector order netc computed.
+ * n comes from the VIP (or route) entry. P4 has no run-time `%`, so the
+ * actions compute it with the same hash over the same fields, base 0, max n:
+ * v1model's hash yields base + (crc % max), which is h5 % n bit for bit. h5
+ * itself stays for the VXLAN UDP source port. The index → member mapping is
+ * an explicit exact table (not an action selector), because P4Runtime leaves
+ * a selector's member order to the target and AFF-1 needs the vector order
+ * netc computed.
  */
 #include <core.p4>
 #include <v1model.p4>
@@ -201,9 +205,19 @@ control NetcIngress(inout headers_t hdr, inout metadata_t meta,
         size = 4096;
     }
 
-    // lb / lb_local: idx = hash5 % n.
-    @id(0x01000006) action lb(bit<16> n) { meta.idx = (bit<16>) (meta.h5 % (bit<32>) n); }
-    @id(0x01000007) action lb_local(bit<16> n) { meta.idx = (bit<16>) (meta.h5 % (bit<32>) n); }
+    // lb / lb_local: idx = hash5 % n. P4 has no run-time `%`; v1model's hash
+    // with max = n over hash5's fields and algorithm is base + crc % max =
+    // h5 % n (h5 is the same crc with max 2^32).
+    @id(0x01000006) action lb(bit<16> n) {
+        hash(meta.idx, HashAlgorithm.crc32, (bit<16>) 0,
+             { meta.l4_proto, meta.l4_src, meta.l4_dst, meta.l4_sport, meta.l4_dport },
+             n);
+    }
+    @id(0x01000007) action lb_local(bit<16> n) {
+        hash(meta.idx, HashAlgorithm.crc32, (bit<16>) 0,
+             { meta.l4_proto, meta.l4_src, meta.l4_dst, meta.l4_sport, meta.l4_dport },
+             n);
+    }
 
     // vip_local (p4_vip_local, Rubik): host-facing packets only, before vip.
     @id(0x02000006) table vip_local {
@@ -308,7 +322,10 @@ control NetcIngress(inout headers_t hdr, inout metadata_t meta,
     @id(0x0100000a) action route_ecmp(ip4_t net, bit<8> len, bit<16> n) {
         meta.route_net = net;
         meta.route_len = len;
-        meta.idx = (bit<16>) (meta.h5 % (bit<32>) n);
+        // idx = hash5 % n, as in lb
+        hash(meta.idx, HashAlgorithm.crc32, (bit<16>) 0,
+             { meta.l4_proto, meta.l4_src, meta.l4_dst, meta.l4_sport, meta.l4_dport },
+             n);
     }
     @id(0x0200000b) table route {
         key = { hdr.ipv4.dstAddr: lpm @name("dst"); }

@@ -121,6 +121,14 @@ struct egress_metadata_t { }
 parser NetcIngressParser(packet_in pkt, out headers_t hdr, out metadata_t meta,
                          out ingress_intrinsic_metadata_t ig_intr_md) {
     state start {
+        // every field of `out meta` is written here, so none is read
+        // uninitialised (tests/test_p4_tna.py checks the list is complete)
+        meta.loopback = 0; meta.host_port = 0; meta.vni = 0; meta.l4_proto = 0;
+        meta.l4_src = 0; meta.l4_dst = 0; meta.l4_sport = 0; meta.l4_dport = 0;
+        meta.h5 = 0; meta.lb_addr = 0; meta.n = 0; meta.lb_kind = 0;
+        meta.acc = 0; meta.idx = 0; meta.mvni = 0; meta.member = 0;
+        meta.underlay = 0; meta.dmac = 0; meta.encap = 0; meta.route_net = 0;
+        meta.route_len = 0; meta.nexthop = 0; meta.drop = 0;
         pkt.extract(ig_intr_md);
         pkt.advance(PORT_METADATA_SIZE);
         transition parse_ethernet;
