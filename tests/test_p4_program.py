@@ -2,10 +2,12 @@
 
 A small, honest parser reads the P4 source: it strips comments, then finds
 every `@id(...) action NAME(params)`, `@id(...) action_profile(...) NAME;`
-and `@id(...) table NAME { key = {...} actions = {...} implementation = ...;
-size = N; }`, resolving parameter and key widths from `typedef`s, header and
-struct fields. Everything it finds must be in the P4Info with the same id,
-name, widths and match kinds, and vice versa.
+and `@id(...) table NAME { key = {...} actions = {...} default_action = ...;
+implementation = ...; size = N; }`, resolving parameter and key widths from
+`typedef`s, header and struct fields. Everything it finds must be in the
+P4Info with the same id, name, widths and match kinds, and vice versa, plus
+what p4c adds: core.p4's `NoAction` on every table that declares no default
+action (tests/test_p4_p4info_rules.py checks those rules one by one).
 """
 
 from __future__ import annotations
@@ -23,7 +25,25 @@ from p4client import p4info  # noqa: E402
 
 P4 = REPO / "p4" / "netc.p4"
 PREFIX = "NetcIngress."
+# core.p4's NoAction: p4c adds it (DEFAULT_ONLY, the initial default) to a
+# table that declares no default_action; its id is p4c's hash of the name
+NOACTION = "NoAction"
+NOACTION_ID = 21257015
 KINDS = {"exact": 2, "lpm": 3, "ternary": 4, "range": 5}  # p4info MatchField.MatchType values
+
+
+def cp_name(name: str) -> str:
+    """The P4Info name of an action or table of NetcIngress (NoAction is top level)."""
+    return name if name == NOACTION else PREFIX + name
+
+
+def table_action_names(t: dict) -> set:
+    """The actions p4c lists for a parsed table: its own, plus NoAction without a default."""
+    return set(t["actions"]) | ({NOACTION} if t["default"] is None else set())
+
+
+def program_action_names(prog: dict) -> set:
+    return set(prog["actions"]) | ({NOACTION} if any(t["default"] is None for t in prog["tables"].values()) else set())
 
 
 def strip_comments(src: str) -> str:
@@ -114,12 +134,18 @@ def parse_program(src: str) -> dict:
         acts = re.findall(r"(\w+)\s*;", re.search(r"actions\s*=\s*\{([^}]*)\}", body).group(1))
         impl = re.search(r"implementation\s*=\s*(\w+)\s*;", body)
         size = int(re.search(r"size\s*=\s*(\d+)\s*;", body).group(1))
+        # `default_action = NAME(args);` → (NAME, [int args]); None when absent
+        d = re.search(r"\bdefault_action\s*=\s*(\w+)\s*(?:\(([^)]*)\))?\s*;", body)
+        default = None
+        if d:
+            default = (d.group(1), [int(x, 0) for x in (d.group(2) or "").split(",") if x.strip()])
         out["tables"][m.group(2)] = {
             "id": int(m.group(1), 0),
             "keys": keys,
             "actions": acts,
             "impl": impl.group(1) if impl else None,
             "size": size,
+            "default": default,
         }
     return out
 
@@ -139,10 +165,14 @@ def test_parser_finds_the_program(prog):
     assert len(prog["tables"]) == 13 and len(prog["actions"]) == 12 and len(prog["profiles"]) == 2
     assert prog["tables"]["acl"]["keys"] == [("src", 32, 4), ("dst", 32, 4), ("proto", 8, 4), ("dport", 16, 5)]
     assert prog["actions"]["encap"][1] == [("underlay", 32), ("dmac", 48)]
+    assert prog["tables"]["switch_config"]["default"] == ("set_config", [0])
+    assert prog["tables"]["tunnel"]["default"] == ("drop", [])
+    assert prog["tables"]["ecmp"]["default"] is None
 
 
 def test_every_action_matches_the_p4info(prog, ix):
-    assert {a.preamble.name for a in ix.info.actions} == {PREFIX + n for n in prog["actions"]}
+    assert {a.preamble.name for a in ix.info.actions} == {cp_name(n) for n in program_action_names(prog)}
+    assert ix.actions[NOACTION_ID].preamble.name == NOACTION and not ix.actions[NOACTION_ID].params
     for name, (id_, params) in prog["actions"].items():
         a = ix.actions.get(id_)
         assert a is not None and a.preamble.name == PREFIX + name, name
@@ -157,7 +187,7 @@ def test_every_table_matches_the_p4info(prog, ix):
         assert pt is not None and pt.preamble.name == PREFIX + name, name
         assert [(f.name, f.bitwidth, f.match_type) for f in pt.match_fields] == t["keys"], name
         assert [f.id for f in pt.match_fields] == list(range(1, len(t["keys"]) + 1)), name
-        assert {ix.actions[r.id].preamble.name for r in pt.action_refs} == {PREFIX + a for a in t["actions"]}, name
+        assert {ix.actions[r.id].preamble.name for r in pt.action_refs} == {cp_name(a) for a in table_action_names(t)}, name
         assert pt.size == t["size"], name
         if t["impl"]:
             assert pt.implementation_id == prog["profiles"][t["impl"]][0], name

@@ -24,8 +24,13 @@ class Index:
     def fields(self, table_id: int) -> dict:
         return {f.id: f for f in self.tables[table_id].match_fields}
 
-    def table_actions(self, table_id: int) -> set:
-        return {a.id for a in self.tables[table_id].action_refs}
+    def table_actions(self, table_id: int, default: bool = False) -> set:
+        """Ids of the actions an entry (or, with `default`, the default entry)
+        of the table may use: an action's `scope` keeps DEFAULT_ONLY actions
+        (p4c's NoAction on tables that declare no default) out of entries and
+        members, TABLE_ONLY ones out of the default."""
+        banned = p4info_pb2.ActionRef.TABLE_ONLY if default else p4info_pb2.ActionRef.DEFAULT_ONLY
+        return {a.id for a in self.tables[table_id].action_refs if a.scope != banned}
 
     def prioritized(self, table_id: int) -> bool:
         MF = p4info_pb2.MatchField

@@ -8,7 +8,9 @@ outside their prefix/mask; don't-care fields are omitted and exact fields
 present; priorities exactly on tables with ternary/range keys; action
 parameters complete and within width; member and multicast-group references
 resolve (to an entity inserted earlier in the same request or to one in
-`existing`); no two INSERTs of one key; default entries only by MODIFY.
+`existing`); no two INSERTs of one key; default entries only by MODIFY;
+actions within their scope (no DEFAULT_ONLY action in an entry or member,
+no TABLE_ONLY one as a default).
 """
 
 from __future__ import annotations
@@ -156,7 +158,7 @@ def _check_table_entry(te, utype, ix: Index, where: str, members: set, groups: s
         if not (te.is_default_action and utype == U.MODIFY):
             out.append(f"{where}: no action")
     elif kind == "action":
-        _check_action(te.action.action, ix.table_actions(te.table_id), ix, where, out)
+        _check_action(te.action.action, ix.table_actions(te.table_id, te.is_default_action), ix, where, out)
         if t.implementation_id:
             out.append(f"{where}: a direct action on a table with an action profile")
         if te.action.action.action_id == ix.names.get("NetcIngress.set_mcast_grp"):

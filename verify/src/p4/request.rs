@@ -9,7 +9,13 @@
 //! (anything else is an error at its `file:line:col`, naming the message
 //! and the fields it may have); table, field, action, parameter and profile
 //! ids exist in the P4Info; match kinds are the field's; values fit their
-//! bit widths. Each update keeps the line it starts on, for counterexamples.
+//! bit widths; an action's scope in its table is kept (a `DEFAULT_ONLY`
+//! action, e.g. the `NoAction` p4c gives the action-profile tables, never in
+//! an entry or a member; a `TABLE_ONLY` one never as the default). The P4Info
+//! reader takes p4c's output as is: each table's `initial_default_action`
+//! is read (and checked against the table's actions), the rest it does not
+//! use (annotations, `type_info`, `pkg_info`) is skipped. Each update keeps
+//! the line it starts on, for counterexamples.
 
 use super::textpb::{self, Field, Message, Pos, Value};
 use std::collections::BTreeMap;
@@ -32,12 +38,30 @@ pub struct FieldInfo {
     pub kind: Kind,
 }
 
+/// Where a table may use an action (P4Info `ActionRef.Scope`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    TableAndDefault,
+    TableOnly,
+    DefaultOnly,
+}
+
 #[derive(Clone, Debug)]
 pub struct TableInfo {
     /// The alias (`vip`), as specs/targets.md names tables.
     pub name: String,
     pub fields: BTreeMap<u32, FieldInfo>,
-    pub actions: Vec<u32>,
+    /// (action id, scope), in P4Info order.
+    pub actions: Vec<(u32, Scope)>,
+    /// The program's default action (P4Info `initial_default_action`).
+    pub initial_default: Option<Action>,
+}
+
+impl TableInfo {
+    /// The scope of action `id` in this table, if the table has it.
+    pub fn scope(&self, id: u32) -> Option<Scope> {
+        self.actions.iter().find(|(a, _)| *a == id).map(|(_, s)| *s)
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -53,6 +77,8 @@ pub struct P4Info {
     pub tables: BTreeMap<u32, TableInfo>,
     pub actions: BTreeMap<u32, ActionInfo>,
     pub profiles: BTreeMap<u32, String>,
+    /// profile id → the tables it implements (`table_ids`).
+    pub profile_tables: BTreeMap<u32, Vec<u32>>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -198,6 +224,7 @@ pub fn read_p4info(file: &str, text: &str) -> Result<P4Info, DecodeError> {
     let tree = textpb::parse(file, text)?;
     let c = Ctx { file };
     let mut info = P4Info::default();
+    let mut tables = Vec::new();
     let preamble = |m: &Message| -> Result<(u32, String), DecodeError> {
         let mut id = 0;
         let mut name = String::new();
@@ -223,7 +250,9 @@ pub fn read_p4info(file: &str, text: &str) -> Result<P4Info, DecodeError> {
                     name,
                     fields: BTreeMap::new(),
                     actions: Vec::new(),
+                    initial_default: None,
                 };
+                let mut initial = None;
                 for g in &m.fields {
                     match g.name.as_str() {
                         "match_fields" => {
@@ -265,16 +294,33 @@ pub fn read_p4info(file: &str, text: &str) -> Result<P4Info, DecodeError> {
                             );
                         }
                         "action_refs" => {
+                            let (mut aid, mut scope) = (0, Scope::TableAndDefault);
                             for h in &c.msg(g)?.fields {
-                                if h.name == "id" {
-                                    t.actions.push(c.uint(h, 32)? as u32);
+                                match (h.name.as_str(), &h.value) {
+                                    ("id", _) => aid = c.uint(h, 32)? as u32,
+                                    ("scope", Value::Ident(k)) => {
+                                        scope = match k.as_str() {
+                                            "TABLE_AND_DEFAULT" => Scope::TableAndDefault,
+                                            "TABLE_ONLY" => Scope::TableOnly,
+                                            "DEFAULT_ONLY" => Scope::DefaultOnly,
+                                            _ => {
+                                                return Err(c.err(
+                                                    h.at,
+                                                    format!("unknown action scope {k}"),
+                                                ))
+                                            }
+                                        }
+                                    }
+                                    _ => {}
                                 }
                             }
+                            t.actions.push((aid, scope));
                         }
+                        "initial_default_action" => initial = Some(g),
                         _ => {}
                     }
                 }
-                info.tables.insert(id, t);
+                tables.push((id, t, initial));
             }
             ("actions", Some(m)) => {
                 let (id, name) = preamble(m)?;
@@ -297,12 +343,98 @@ pub fn read_p4info(file: &str, text: &str) -> Result<P4Info, DecodeError> {
             }
             ("action_profiles", Some(m)) => {
                 let (id, name) = preamble(m)?;
+                let mut users = Vec::new();
+                for g in m.fields.iter().filter(|g| g.name == "table_ids") {
+                    users.push(c.uint(g, 32)? as u32);
+                }
                 info.profiles.insert(id, name);
+                info.profile_tables.insert(id, users);
             }
             _ => {}
         }
     }
+    // initial default actions, once every action is known
+    for (id, mut t, initial) in tables {
+        if let Some(g) = initial {
+            t.initial_default = Some(initial_default(&c, g, &t, &info)?);
+        }
+        info.tables.insert(id, t);
+    }
     Ok(info)
+}
+
+/// A table's `initial_default_action { action_id arguments { param_id value } }`
+/// (p4c writes each argument at its parameter's full byte width).
+fn initial_default(
+    c: &Ctx,
+    g: &Field,
+    t: &TableInfo,
+    info: &P4Info,
+) -> Result<Action, DecodeError> {
+    let (mut id, mut pending) = (None, Vec::new());
+    for h in &c.msg(g)?.fields {
+        match h.name.as_str() {
+            "action_id" => id = Some((c.uint(h, 32)? as u32, h.at)),
+            "arguments" => pending.push(h),
+            _ => {}
+        }
+    }
+    let (id, at) = id.ok_or_else(|| c.err(g.at, "initial_default_action without action_id"))?;
+    let a = info
+        .actions
+        .get(&id)
+        .ok_or_else(|| c.err(at, format!("no action with id {id}")))?;
+    match t.scope(id) {
+        None => {
+            return Err(c.err(
+                at,
+                format!(
+                    "default action `{}` is not an action of table `{}`",
+                    a.name, t.name
+                ),
+            ))
+        }
+        Some(Scope::TableOnly) => {
+            return Err(c.err(
+                at,
+                format!(
+                    "default action `{}` is TABLE_ONLY in table `{}`",
+                    a.name, t.name
+                ),
+            ))
+        }
+        Some(_) => {}
+    }
+    let mut params = Vec::new();
+    for h in pending {
+        let (mut pid, mut value) = (None, None);
+        for k in &c.msg(h)?.fields {
+            match k.name.as_str() {
+                "param_id" => pid = Some((c.uint(k, 32)? as u32, k.at)),
+                "value" => value = Some(k),
+                _ => {}
+            }
+        }
+        let (pid, pat) = pid.ok_or_else(|| c.err(h.at, "argument without param_id"))?;
+        let (pname, bits) = a
+            .params
+            .get(&pid)
+            .ok_or_else(|| c.err(pat, format!("action `{}` has no parameter {pid}", a.name)))?;
+        let v = value.ok_or_else(|| c.err(h.at, "argument without value"))?;
+        params.push((pid, c.bytes(v, *bits, &format!("{}({pname})", a.name))?));
+    }
+    if params.len() != a.params.len() {
+        return Err(c.err(
+            g.at,
+            format!(
+                "default action `{}` needs {} arguments, found {}",
+                a.name,
+                a.params.len(),
+                params.len()
+            ),
+        ));
+    }
+    Ok(Action { id, params })
 }
 
 /// Decodes a WriteRequest and checks it against `info`.
@@ -410,11 +542,31 @@ fn entity_of(c: &Ctx, f: &Field, info: &P4Info) -> Result<Entity, DecodeError> {
                     }
                 }
             }
+            let profile_id =
+                profile_id.ok_or_else(|| c.err(g.at, "member without action_profile_id"))?;
+            let action = action.ok_or_else(|| c.err(g.at, "member without action"))?;
+            // a member's action is one its tables may hit with (not DEFAULT_ONLY)
+            for tid in info.profile_tables.get(&profile_id).into_iter().flatten() {
+                let Some(t) = info.tables.get(tid) else {
+                    continue;
+                };
+                if !matches!(
+                    t.scope(action.id),
+                    Some(Scope::TableAndDefault | Scope::TableOnly)
+                ) {
+                    return Err(c.err(
+                        g.at,
+                        format!(
+                            "action {} is not an entry action of table `{}` (profile {})",
+                            action.id, t.name, info.profiles[&profile_id]
+                        ),
+                    ));
+                }
+            }
             Ok(Entity::Member {
-                profile_id: profile_id
-                    .ok_or_else(|| c.err(g.at, "member without action_profile_id"))?,
+                profile_id,
                 member_id,
-                action: action.ok_or_else(|| c.err(g.at, "member without action"))?,
+                action,
             })
         }
         "packet_replication_engine_entry" => {
@@ -684,12 +836,138 @@ fn table_entry(c: &Ctx, f: &Field, info: &P4Info) -> Result<TableEntry, DecodeEr
         e.matches.push((fid, fm));
     }
     if let Some(EntryAction::Action(a)) = &e.action {
-        if !table.actions.contains(&a.id) {
-            return Err(c.err(
-                f.at,
-                format!("action {} is not an action of table `{}`", a.id, table.name),
-            ));
+        match (table.scope(a.id), e.is_default) {
+            (None, _) => {
+                return Err(c.err(
+                    f.at,
+                    format!("action {} is not an action of table `{}`", a.id, table.name),
+                ))
+            }
+            (Some(Scope::DefaultOnly), false) => {
+                return Err(c.err(
+                    f.at,
+                    format!(
+                        "action {} is DEFAULT_ONLY in table `{}`: not for an entry",
+                        a.id, table.name
+                    ),
+                ))
+            }
+            (Some(Scope::TableOnly), true) => {
+                return Err(c.err(
+                    f.at,
+                    format!(
+                        "action {} is TABLE_ONLY in table `{}`: not the default",
+                        a.id, table.name
+                    ),
+                ))
+            }
+            _ => {}
         }
     }
     Ok(e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NOACTION: u32 = 21257015;
+
+    fn info() -> P4Info {
+        read_p4info("p4info", NETC_P4INFO).unwrap()
+    }
+    fn table(info: &P4Info, name: &str) -> u32 {
+        *info.tables.iter().find(|(_, t)| t.name == name).unwrap().0
+    }
+    fn action(info: &P4Info, name: &str) -> u32 {
+        *info.actions.iter().find(|(_, a)| a.name == name).unwrap().0
+    }
+    fn decode_text(text: &str, info: &P4Info) -> Result<Vec<Update>, DecodeError> {
+        decode("sw.txtpb", &textpb::parse("sw.txtpb", text).unwrap(), info)
+    }
+
+    #[test]
+    fn reads_every_tables_initial_default_action_as_p4c_writes_it() {
+        let info = info();
+        let default = |t: &str| {
+            info.tables[&table(&info, t)]
+                .initial_default
+                .clone()
+                .unwrap()
+        };
+        assert_eq!(info.tables.len(), 13);
+        assert!(info.tables.values().all(|t| t.initial_default.is_some()));
+        // set_config(0): p4c writes the argument at the parameter's full width
+        assert_eq!(
+            default("switch_config"),
+            Action {
+                id: action(&info, "set_config"),
+                params: vec![(1, 0)]
+            }
+        );
+        for t in ["port_tenant", "tunnel", "route_member", "underlay"] {
+            assert_eq!(default(t).id, action(&info, "drop"), "{t}");
+        }
+        for t in ["port_role", "acl", "mcast", "vip_local", "vip", "route"] {
+            assert_eq!(default(t).id, action(&info, "nop"), "{t}");
+        }
+        for t in ["ecmp", "ecmp_local"] {
+            assert_eq!(default(t).id, NOACTION, "{t}");
+            let ti = &info.tables[&table(&info, t)];
+            assert_eq!(ti.scope(NOACTION), Some(Scope::DefaultOnly), "{t}");
+            assert_eq!(
+                ti.scope(action(&info, "to_member")),
+                Some(Scope::TableAndDefault)
+            );
+        }
+        assert_eq!(info.actions[&NOACTION].name, "NoAction");
+    }
+
+    #[test]
+    fn a_default_only_action_is_refused_in_an_entry_and_a_member() {
+        let info = info();
+        let ecmp = table(&info, "ecmp");
+        let entry = format!(
+            "updates {{ type: INSERT entity {{ table_entry {{ table_id: {ecmp} \
+             match {{ field_id: 1 exact {{ value: \"\\n\" }} }} \
+             match {{ field_id: 2 exact {{ value: \"\\006\" }} }} \
+             match {{ field_id: 3 exact {{ value: \"P\" }} }} \
+             match {{ field_id: 4 exact {{ value: \"\\000\" }} }} \
+             action {{ action {{ action_id: {NOACTION} }} }} }} }} }}"
+        );
+        let e = decode_text(&entry, &info).unwrap_err();
+        assert!(e.message.contains("DEFAULT_ONLY in table `ecmp`"), "{e}");
+        let member = format!(
+            "updates {{ type: INSERT entity {{ action_profile_member {{ \
+             action_profile_id: 285212673 member_id: 1 action {{ action_id: {NOACTION} }} }} }} }}"
+        );
+        let e = decode_text(&member, &info).unwrap_err();
+        assert!(
+            e.message.contains("not an entry action of table `ecmp`"),
+            "{e}"
+        );
+        // the same member with to_member is fine
+        let ok = format!(
+            "updates {{ type: INSERT entity {{ action_profile_member {{ \
+             action_profile_id: 285212673 member_id: 1 action {{ action_id: {} \
+             params {{ param_id: 1 value: \"\\001\" }} params {{ param_id: 2 value: \"\\n\" }} }} }} }} }}",
+            action(&info, "to_member")
+        );
+        assert_eq!(decode_text(&ok, &info).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_p4info_whose_default_is_not_a_table_action_is_refused() {
+        let bad = NETC_P4INFO.replacen(
+            "initial_default_action {\n    action_id: 16777218\n  }",
+            "initial_default_action {\n    action_id: 16777228\n  }",
+            1,
+        );
+        assert_ne!(bad, NETC_P4INFO);
+        let e = read_p4info("p4info", &bad).unwrap_err();
+        assert!(
+            e.message.contains("is not an action of table `port_role`"),
+            "{e}"
+        );
+    }
 }
