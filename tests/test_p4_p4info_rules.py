@@ -247,3 +247,30 @@ def test_the_member_index_is_hash5_mod_n():
         assert c.group(2) == "16", name  # base 0, of idx's width
         assert c.group(4).strip() == "n", name  # max n: base + crc % n
         assert "meta.idx" not in body.replace(c.group(0), ""), name  # nothing else writes idx
+
+
+# ------------------------------------------- readers keep the action scopes
+
+
+def test_p4client_keeps_noaction_out_of_entries_and_members():
+    from p4.v1 import p4runtime_pb2
+    from p4client import p4info as p4info_index
+    from p4client import validate
+
+    ix = p4info_index.load()
+    ecmp = ix.names["NetcIngress.ecmp"]
+    req = p4runtime_pb2.WriteRequest()
+    u = req.updates.add(type=p4runtime_pb2.Update.INSERT)
+    m = u.entity.action_profile_member
+    m.action_profile_id, m.member_id, m.action.action_id = ix.tables[ecmp].implementation_id, 1, NOACTION_ID
+    u = req.updates.add(type=p4runtime_pb2.Update.INSERT)
+    te = u.entity.table_entry
+    te.table_id = ecmp
+    for fid, v in ((1, b"\n"), (2, b"\x06"), (3, b"P"), (4, b"\x00")):
+        te.match.add(field_id=fid).exact.value = v
+    te.action.action.action_id = NOACTION_ID
+    found = validate.check_write_request(req, ix)
+    assert any("update 0" in p and "`NoAction` is not an action of this table" in p for p in found), found
+    assert any("update 1" in p and "`NoAction` is not an action of this table" in p for p in found), found
+    # NoAction is the tables' default: as a default entry it is in scope
+    assert ix.table_actions(ecmp, default=True) >= {NOACTION_ID} and NOACTION_ID not in ix.table_actions(ecmp)
