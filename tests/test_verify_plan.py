@@ -85,18 +85,19 @@ def test_without_against_plan1_is_not_checked(netc_bin: str, gens: dict[str, Pat
 def mutant(gens: dict[str, Path], tmp_path: Path, change) -> Path:
     d = tmp_path / "new"
     shutil.copytree(gens["tor2"], d)
-    # the verifier reads rows when the rendered OVS/P4 files are absent
+    # the verifier reads the OVS rows when the rendered OVS files are absent;
+    # switches are always read from their requests (p4/*.txtpb)
     shutil.rmtree(d / "ovs", ignore_errors=True)
-    shutil.rmtree(d / "p4", ignore_errors=True)
     change(d)
     return d
 
 
 def test_both_switches_hold_it(netc_bin: str, gens: dict[str, Path], tmp_path: Path) -> None:
     def keep_old(d: Path) -> None:
-        for rel in ("p4_vip", "p4_ecmp_member", "p4_announce"):
-            old = [r for r in read_rows(gens["tor1"], rel) if r[0] == "tor1"]
-            write_rows(d, rel, read_rows(d, rel) + old)
+        # tor1 keeps its old request (the VIP's entries) and its announcement
+        shutil.copy(gens["tor1"] / "p4" / "tor1.txtpb", d / "p4" / "tor1.txtpb")
+        old = [r for r in read_rows(gens["tor1"], "p4_announce") if r[0] == "tor1"]
+        write_rows(d, "p4_announce", read_rows(d, "p4_announce") + old)
 
     d = mutant(gens, tmp_path, keep_old)
     rc, report, err = verify(netc_bin, ["--artifacts", str(d), "--against", str(gens["tor1"]), str(gens["tor2.ndl"])])
@@ -105,7 +106,7 @@ def test_both_switches_hold_it(netc_bin: str, gens: dict[str, Path], tmp_path: P
     assert p["status"] == "violated", p
     cx = p["counterexamples"][0]
     assert "both tor1 and tor2" in cx["summary"], cx
-    assert any("p4_vip.csv" in c for c in cx["cites"]), cx
+    assert any("tor1.txtpb" in c for c in cx["cites"]), cx
 
 
 def test_no_smux_during_the_move(netc_bin: str, gens: dict[str, Path], tmp_path: Path) -> None:

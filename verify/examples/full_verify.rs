@@ -138,7 +138,8 @@ fn run() -> Result<(serde_json::Value, Option<PathBuf>), String> {
     step(&mut steps, "policy", t);
     if a.p4_only {
         let t = Instant::now();
-        let sw = netc_verify::p4::invariants::check(&artifacts, &policy);
+        let sw =
+            netc_verify::p4::invariants::check(&artifacts, &policy).map_err(|e| e.to_string())?;
         step(&mut steps, "p4_switches", t);
         return Ok((
             serde_json::json!({

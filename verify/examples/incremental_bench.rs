@@ -426,7 +426,9 @@ fn run() -> Result<(), String> {
     let full_rss = peak_rss_mb();
     let kept_mb = |v: &Verifier| v.kept_bytes() as f64 / 1048576.0;
     let full_kept = kept_mb(&v);
-    let full_report = v.report(&netc_verify::NoProvenance, None);
+    let full_report = v
+        .report(&netc_verify::NoProvenance, None)
+        .map_err(|e| e.to_string())?;
     let violated = |r: &netc_verify::report::Report| {
         r.verdicts
             .iter()
@@ -468,8 +470,11 @@ fn run() -> Result<(), String> {
             if let Some((a, p)) = full {
                 let fresh = Verifier::new(a, p, 3).map_err(|e| e.to_string())?;
                 same_reports(
-                    &v.report(&netc_verify::NoProvenance, None),
-                    &fresh.report(&netc_verify::NoProvenance, None),
+                    &v.report(&netc_verify::NoProvenance, None)
+                        .map_err(|e| e.to_string())?,
+                    &fresh
+                        .report(&netc_verify::NoProvenance, None)
+                        .map_err(|e| e.to_string())?,
                 )
                 .map_err(|e| {
                     format!(
@@ -537,7 +542,9 @@ fn run() -> Result<(), String> {
             );
         }
     }
-    let last = v.report(&netc_verify::NoProvenance, None);
+    let last = v
+        .report(&netc_verify::NoProvenance, None)
+        .map_err(|e| e.to_string())?;
     let per_kind: BTreeMap<&str, serde_json::Value> =
         kinds.iter().map(|(k, x)| (*k, x.summary())).collect();
     let all = kinds.values().fold(Kind::default(), |mut acc, k| {

@@ -7,7 +7,10 @@
 //! present (exactly what is pushed), else from `ovs_flow.csv` /
 //! `ovs_group.csv` (the same text, one row per flow); every row remembers
 //! its `file:line` for counterexamples; a malformed line is an
-//! [`ArtifactError`] naming file, line and what was expected.
+//! [`ArtifactError`] naming file, line and what was expected. Everything a
+//! check reads is read here, once (the P4 requests too, [`SwitchText`]): no
+//! check reads DIR again, so a directory removed or rewritten after
+//! loading cannot change, or empty, what is verified.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -40,6 +43,16 @@ pub struct GroupText {
     pub at: String,
 }
 
+/// One P4 switch's `WriteRequest` as it will be pushed (`p4/<switch>.txtpb`).
+#[derive(Clone, Debug)]
+pub struct SwitchText {
+    /// Where it was read: counterexamples cite `path:line`.
+    pub path: PathBuf,
+    /// The request's text, held so that every check reads what was loaded
+    /// (never the directory again, which may be gone or changed by then).
+    pub text: Arc<str>,
+}
+
 /// A complete artifact set.
 #[derive(Clone, Debug, Default)]
 pub struct Artifacts {
@@ -49,6 +62,8 @@ pub struct Artifacts {
     pub relations: BTreeMap<String, Vec<Arc<Row>>>,
     pub flows: BTreeMap<String, Vec<FlowText>>,
     pub groups: BTreeMap<String, Vec<GroupText>>,
+    /// The P4 switches' requests by switch name, as loaded.
+    pub switches: BTreeMap<String, SwitchText>,
 }
 
 #[derive(Debug, Clone, thiserror::Error)]
@@ -103,6 +118,11 @@ impl Artifacts {
         for g in self.groups.values_mut().flatten() {
             move_at(&mut g.at);
         }
+        for sw in self.switches.values_mut() {
+            let mut at = sw.path.display().to_string();
+            move_at(&mut at);
+            sw.path = PathBuf::from(at);
+        }
         self.dir = PathBuf::from(to);
     }
 
@@ -155,7 +175,7 @@ impl Artifacts {
             a.relations.insert(rel, rows);
         }
         // The P4 switches: what their WriteRequests install, not the rows.
-        crate::p4::read_switches(dir, &mut a.relations)?;
+        a.switches = crate::p4::read_switches(dir, &mut a.relations)?;
         if rendered {
             a.load_ovs_files(&ovs_dir)?;
         } else {

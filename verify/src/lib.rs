@@ -127,6 +127,9 @@ pub enum VerifyError {
     Model(#[from] ModelError),
     #[error(transparent)]
     Kept(#[from] kept::Corrupt),
+    /// The switch checks could not read a switch the artifacts hold.
+    #[error(transparent)]
+    Switch(#[from] artifacts::ArtifactError),
 }
 
 const ORDER: [&str; 13] = [
@@ -161,7 +164,7 @@ pub fn verify(input: &Input) -> Result<Report, VerifyError> {
     }
     let found = TableFindings::check(&net, input);
     lap("tables");
-    let mut report = assemble(&net, input, &res, found, t0);
+    let mut report = assemble(&net, input, &res, found, t0)?;
     report.stats.phases = lap("report");
     Ok(report)
 }
@@ -222,7 +225,7 @@ pub(crate) fn assemble(
     res: &checks::PathResults,
     tf: TableFindings,
     t0: std::time::Instant,
-) -> Report {
+) -> Result<Report, VerifyError> {
     let mut found: BTreeMap<&str, Vec<Counterexample>> = BTreeMap::new();
     for v in &res.violations {
         found
@@ -244,18 +247,13 @@ pub(crate) fn assemble(
     table("CAP-1", tf.cap1);
     // the P4 switches' own tables, on their symbolic ingress (p4/invariants.rs)
     let mut switch_cxs: BTreeMap<&'static str, Vec<Counterexample>> = BTreeMap::new();
-    let switches = p4::invariants::check(input.artifacts, input.policy);
-    let switch_detail = if switches.switches == 0 {
-        "no P4 switches in the artifacts (vacuous)".to_string()
-    } else {
-        format!(
-            "{} switch{} checked symbolically ({} ingress classes, {} ms)",
-            switches.switches,
-            if switches.switches == 1 { "" } else { "es" },
-            switches.outcomes,
-            switches.millis
-        )
-    };
+    let switches = p4::invariants::check(input.artifacts, input.policy)?;
+    let switch_detail = format!(
+        "{} switch{} checked symbolically ({} ingress classes)",
+        switches.switches,
+        if switches.switches == 1 { "" } else { "es" },
+        switches.outcomes,
+    );
     for cx in switches.counterexamples {
         if let Some(inv) = ORDER.iter().find(|i| **i == cx.invariant) {
             switch_cxs.entry(inv).or_default().push(cx);
@@ -274,19 +272,33 @@ pub(crate) fn assemble(
         table("PLAN-1", p.counterexamples);
     }
     let intent = input.policy.from_intent;
+    let n_switches = switches.switches;
+    let n_vms = input.policy.vms.len();
     let mut verdicts = Vec::new();
     for inv in ORDER {
         let cxs = found.remove(inv).unwrap_or_default();
         let n = counts.get(inv).copied().unwrap_or(0);
-        let skip = match inv {
+        // why the invariant was not (wholly) checked: it needs an input it
+        // was not given, or the artifacts hold nothing it reads
+        let skip: Option<String> = match inv {
             "REACH-1" | "ACL-1" | "ACL-2" | "CAP-1" | "ROUTE-1" if !intent => {
-                Some("needs the intent (pass the intent files)")
+                Some("needs the intent (pass the intent files)".into())
             }
-            "AFF-2" if input.against.is_none() => {
-                Some("needs a previous generation (--against DIR)")
+            "AFF-2" | "PLAN-1" if input.against.is_none() => {
+                Some("needs a previous generation (--against DIR)".into())
             }
-            "PLAN-1" if input.against.is_none() => {
-                Some("needs a previous generation (--against DIR)")
+            "ACL-2" | "ROUTE-1" if n_switches == 0 => {
+                Some("no P4 switches in the artifacts: nothing to check".into())
+            }
+            "AFF-3" if !nf::has_taps(net) => {
+                Some("no NF chain taps in the artifacts: nothing to check".into())
+            }
+            "ISO-1" | "ISO-2" if n_switches > 0 && !intent => Some(format!(
+                "{} traced; the {n_switches} P4 switches' checks need the intent (pass the intent files)",
+                if n_vms == 0 { "no VMs".to_string() } else { format!("every packet of {n_vms} VMs") }
+            )),
+            "ISO-1" | "ISO-2" | "ISO-3" | "REACH-1" | "ACL-1" if n_vms == 0 && n_switches == 0 => {
+                Some("no VMs and no P4 switches in the artifacts: nothing to check".into())
             }
             _ => None,
         };
@@ -296,16 +308,19 @@ pub(crate) fn assemble(
                 format!("{n} violation{}", if n == 1 { "" } else { "s" }),
             )
         } else if let Some(why) = skip {
-            (Status::NotChecked, why.to_string())
+            (Status::NotChecked, why)
         } else {
             let detail = if let (true, Some(d)) = (inv == "PLAN-1", &plan1) {
                 d.clone()
             } else if matches!(inv, "ACL-2" | "ROUTE-1") {
                 switch_detail.clone()
-            } else if inv == "AFF-3" && !nf::has_taps(net) {
-                "no NF chain taps in the artifacts (vacuous)".to_string()
             } else {
-                detail_of(inv, res, input.policy)
+                let d = detail_of(inv, res, input.policy);
+                if n_switches > 0 && matches!(inv, "ISO-1" | "ISO-2" | "REACH-1" | "AFF-1") {
+                    format!("{d}; {switch_detail}")
+                } else {
+                    d
+                }
             };
             (Status::Proven, detail)
         };
@@ -317,7 +332,7 @@ pub(crate) fn assemble(
             counterexamples: cxs,
         });
     }
-    Report {
+    Ok(Report {
         verdicts,
         stats: Stats {
             devices: net.bridges.len(),
@@ -330,7 +345,7 @@ pub(crate) fn assemble(
             incremental: None,
         },
         notes,
-    }
+    })
 }
 
 fn detail_of(inv: &str, res: &checks::PathResults, p: &Policy) -> String {
@@ -393,7 +408,7 @@ fn render_path(net: &Network, input: &Input, o: &Outcome, cites: &mut Vec<String
                     continue;
                 };
                 hops.push(format!(
-                    "{} table={} priority={} cookie={} {} actions={}  [{}]",
+                    "{} table={} priority={} cookie={:#x} {} actions={}  [{}]",
                     b.name,
                     f.table,
                     f.priority,

@@ -68,7 +68,7 @@ fn run_inner(args: &ApplyArgs) -> Result<Outcome, Outcome> {
         None => None,
     };
     let mut store = Store::open(&dir)?;
-    let mut s = staged::stage_intent(args.intent, args.rules, Some(&store))?;
+    let mut s = staged::stage_intent(args.intent, args.rules, Some(&store), &dir)?;
     let paint = Paint::stdout();
     let refused = match (&s.report, &s.verify_error) {
         (Some(r), _) if r.violated() => {
@@ -232,6 +232,7 @@ pub fn push_and_commit(
         verdict: s.gen.verdict,
         forced: s.gen.forced,
         interrupted: interrupted.as_ref().map(|j| (j.pid, j.started)),
+        report: staged::report_json(&s),
     };
     print_done(&done, verbose, json, paint);
     Ok(Outcome::Ok)
@@ -342,6 +343,8 @@ pub struct Done<'a> {
     pub forced: bool,
     /// An earlier interrupted apply: (pid, started).
     pub interrupted: Option<(u32, i64)>,
+    /// The gate's report (JSON; null when the verifier did not run).
+    pub report: serde_json::Value,
 }
 
 fn not_pushed(g: &NewGeneration) -> Vec<String> {
@@ -369,6 +372,7 @@ pub fn print_done(d: &Done, verbose: bool, json: bool, paint: &Paint) {
             "verdict": d.verdict.map(|v| v.as_str()),
             "forced": d.forced,
             "interrupted": d.interrupted.map(|(pid, started)| serde_json::json!({"pid": pid, "started": started})),
+            "report": d.report,
         });
         super::output::emit(serde_json::to_string_pretty(&v).unwrap_or_default());
         return;

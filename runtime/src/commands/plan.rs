@@ -45,7 +45,7 @@ pub fn run(args: PlanArgs) -> Outcome {
 fn run_inner(args: &PlanArgs) -> Result<Outcome, Outcome> {
     let dir = staged::state_dir(args.state);
     let store = staged::existing_store(&dir)?;
-    let s = staged::stage_intent(args.intent, args.rules, store.as_ref())?;
+    let s = staged::stage_intent(args.intent, args.rules, store.as_ref(), &dir)?;
     let view = PlanView {
         base: s.base.as_ref().map(|b| b.id),
         changes: &s.changes,

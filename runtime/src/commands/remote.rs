@@ -348,6 +348,7 @@ pub fn apply(r: &Remote, intent: &[PathBuf], force: bool, verbose: bool, json: b
             verdict: Some(verdict),
             forced,
             interrupted,
+            report: b.get("report").cloned().unwrap_or(Json::Null),
         };
         apply::print_done(&done, verbose, json, &Paint::stdout());
         Ok(Outcome::Ok)

@@ -73,7 +73,7 @@ fn run_inner(args: &RollbackArgs) -> Result<Outcome, Outcome> {
         relations: store.relation_files(target)?,
         ..NewGeneration::default()
     };
-    let mut s = staged::stage(gen, Some(&store))?;
+    let mut s = staged::stage(gen, Some(&store), &dir, None)?;
     let violated = s.report.as_ref().is_none_or(|r| r.violated());
     if violated && !args.force {
         if let Some(r) = &s.report {

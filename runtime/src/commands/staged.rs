@@ -8,9 +8,11 @@
 
 use super::{evaluate_intent, EvaluatedIntent, Outcome};
 use crate::rollout::entries::{self, DeviceChange};
+use crate::rollout::provenance::IntentProvenance;
 use crate::rollout::{candidate, verdict};
 use crate::store::{DeviceOutput, Generation, NewGeneration, Store, StoreError, Verdict};
 use netc_verify::report::Report;
+use netc_verify::Provenance;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -52,6 +54,8 @@ pub struct Staged {
     pub evaluated: Option<EvaluatedIntent>,
     /// The rollout order PLAN-1 checked (none when the verifier could not run).
     pub phases: Option<netc_verify::plan::migration::Phases>,
+    /// The artifact sets the report cites, kept under the state directory.
+    pub kept: Vec<PathBuf>,
 }
 
 impl Staged {
@@ -64,11 +68,13 @@ impl Staged {
     }
 }
 
-/// Compiles intent into a staged generation (exit 1 on bad intent).
+/// Compiles intent into a staged generation (exit 1 on bad intent); cited
+/// artifact sets are kept under the state directory `state`.
 pub fn stage_intent(
     files: &[PathBuf],
     rules: Option<&Path>,
     store: Option<&Store>,
+    state: &Path,
 ) -> Result<Staged, Outcome> {
     let stages =
         super::output::Stages::start("plan", "compiling the rules and evaluating the intent");
@@ -87,13 +93,21 @@ pub fn stage_intent(
     }
     let gen = candidate::build(files, &ev).map_err(|e| Outcome::InputError(e.to_string(), None))?;
     stages.set("diffing against the last generation and verifying");
-    let mut staged = stage(gen, store)?;
+    let names: Vec<String> = files.iter().map(|p| p.display().to_string()).collect();
+    let provenance = IntentProvenance::new(&ev.compilation.sources, &ev.plan, &names);
+    let mut staged = stage(gen, store, state, Some(&provenance))?;
     staged.evaluated = Some(ev);
     Ok(staged)
 }
 
-/// Diffs and verifies a generation's contents against the last applied one.
-pub fn stage(gen: NewGeneration, store: Option<&Store>) -> Result<Staged, Outcome> {
+/// Diffs and verifies a generation's contents against the last applied one
+/// (the gate, `rollout::verdict::gate`).
+pub fn stage(
+    gen: NewGeneration,
+    store: Option<&Store>,
+    state: &Path,
+    provenance: Option<&dyn Provenance>,
+) -> Result<Staged, Outcome> {
     let base = match store {
         Some(s) => s.last_applied()?,
         None => None,
@@ -104,22 +118,13 @@ pub fn stage(gen: NewGeneration, store: Option<&Store>) -> Result<Staged, Outcom
     };
     let changes = entries::changes(&base_outputs, &gen.outputs);
     let against = match (store, &base) {
-        (Some(s), Some(b)) => {
-            let d =
-                std::env::temp_dir().join(format!("netc-against-{}-{}", std::process::id(), b.id));
-            let _ = std::fs::remove_dir_all(&d);
-            s.write_artifact_dir(b.id, &d)?;
-            Some(d)
-        }
+        (Some(s), Some(b)) => Some(verdict::Against::Stored(s, b.id)),
         _ => None,
     };
-    let result = verdict::verify_planned(&gen, against.as_deref(), 3);
-    if let Some(d) = &against {
-        let _ = std::fs::remove_dir_all(d);
-    }
-    let (report, phases, verify_error) = match result {
-        Ok((r, p)) => (Some(r), Some(p), None),
-        Err(e) => (None, None, Some(e)),
+    let result = verdict::gate(&gen, against, provenance, &verdict::keep_dir(state), 3);
+    let (report, phases, verify_error, kept) = match result {
+        Ok(g) => (Some(g.report), Some(g.phases), None, g.kept),
+        Err(e) => (None, None, Some(e.to_string()), Vec::new()),
     };
     Ok(Staged {
         gen,
@@ -130,6 +135,7 @@ pub fn stage(gen: NewGeneration, store: Option<&Store>) -> Result<Staged, Outcom
         verify_error,
         evaluated: None,
         phases,
+        kept,
     })
 }
 

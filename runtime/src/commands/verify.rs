@@ -1,7 +1,9 @@
 //! `netc verify`: prove the invariants on the artifacts that will be pushed.
 //!
-//! Two inputs: `netc verify INTENT...` compiles the intent (as `netc
-//! compile` does, into a temporary directory) and verifies the result;
+//! Two inputs: `netc verify INTENT...` compiles the intent and verifies the
+//! result through the gate `plan` and `apply` run
+//! (`rollout::verdict::gate`: the same artifacts, policy and verdict;
+//! artifact sets a report cites are kept under `STATE/verified/`);
 //! `netc verify --artifacts DIR [INTENT...]` verifies an artifact directory
 //! (as `netc compile` wrote it, possibly edited by hand) — against the
 //! intent's facts when intent files are given, else against the rows the
@@ -17,16 +19,15 @@
 //! 2 input errors (unreadable or malformed artifacts, bad intent).
 
 use super::{evaluate_intent, EvaluatedIntent, Outcome};
-use crate::intent;
-use netc_compiler::plan::{Expr, Plan};
-use netc_compiler::value::Value;
-use netc_compiler::Compilation;
-use netc_verify::artifacts::{Artifacts, FlowText, Row};
+use crate::rollout::candidate;
+use crate::rollout::provenance::IntentProvenance;
+use crate::rollout::verdict::{self, Against, GateError};
+use netc_verify::artifacts::Artifacts;
 use netc_verify::incremental::Verifier;
-use netc_verify::policy::{Facts, Policy};
-use netc_verify::{Input, Provenance};
+use netc_verify::policy::Policy;
+use netc_verify::report::Report;
+use netc_verify::Provenance;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 pub struct VerifyArgs<'a> {
     pub intent: &'a [PathBuf],
@@ -44,229 +45,49 @@ pub struct VerifyArgs<'a> {
     pub limit: usize,
 }
 
-/// A rule deriving a located relation: (head relation, table constant,
-/// priority constant, string literals of its match column, citation).
-type RuleCite = (String, Option<i64>, Option<i64>, Vec<String>, String);
-
-/// Rules and intent facts behind artifact rows.
-struct IntentProvenance {
-    rules: Vec<RuleCite>,
-    /// (values as text, citation) of the intent's own facts.
-    facts: Vec<(Vec<String>, String)>,
-}
-
-fn text(v: &Value) -> String {
-    match v {
-        Value::Symbol(s) => s.as_str().to_string(),
-        other => other.to_string(),
-    }
-}
-
-/// The string literals of an expression (the fixed parts of a `cat(...)`).
-fn literals(e: Option<&Expr>, out: &mut Vec<String>) {
-    match e {
-        Some(Expr::Const(Value::Symbol(s))) => {
-            let t = s.as_str().trim_matches(',').to_string();
-            if !t.is_empty() {
-                out.push(t);
-            }
-        }
-        Some(Expr::Call(_, args)) => args.iter().for_each(|a| literals(Some(a), out)),
-        _ => {}
-    }
-}
-
-fn constant(e: Option<&Expr>) -> Option<i64> {
-    match e {
-        Some(Expr::Const(Value::Number(n))) => Some(*n),
-        _ => None,
-    }
-}
-
-impl IntentProvenance {
-    fn new(c: &Compilation, plan: &Plan, intent: &[PathBuf]) -> IntentProvenance {
-        let names: Vec<String> = intent.iter().map(|p| p.display().to_string()).collect();
-        let line = |span| {
-            let first = c
-                .sources
-                .snippet(span)
-                .lines()
-                .next()
-                .unwrap_or("")
-                .trim()
-                .to_string();
-            format!("{}  {first}", c.sources.location(span))
-        };
-        let rules = plan
-            .strata
-            .iter()
-            .flat_map(|s| &s.rules)
-            .map(|r| {
-                let mut lits = Vec::new();
-                literals(r.head_exprs.get(3), &mut lits);
-                (
-                    plan.relations[r.head].name.clone(),
-                    constant(r.head_exprs.get(1)),
-                    constant(r.head_exprs.get(2)),
-                    lits,
-                    line(r.span),
-                )
-            })
-            .collect();
-        let facts = plan
-            .facts
-            .iter()
-            .zip(&plan.fact_spans)
-            .filter(|(_, s)| names.contains(&c.sources.file(s.file).name))
-            .map(|((_, row), s)| (row.iter().map(text).collect(), line(*s)))
-            .collect();
-        IntentProvenance { rules, facts }
-    }
-
-    fn cite(
-        &self,
-        rel: &str,
-        table: Option<i64>,
-        prio: Option<i64>,
-        matches: Option<&str>,
-        device: &str,
-        body: &str,
-    ) -> Vec<String> {
-        let mut out: Vec<String> = self
-            .rules
-            .iter()
-            .filter(|(r, t, p, lits, _)| {
-                r == rel
-                    && (table.is_none() || t.is_none() || *t == table)
-                    && (prio.is_none() || p.is_none() || *p == prio)
-                    && matches.is_none_or(|m| lits.iter().all(|l| m.contains(l.as_str())))
-            })
-            .map(|(_, _, _, _, at)| format!("{at}  (rule)"))
-            .take(3)
-            .collect();
-        let contains = |v: &String| {
-            v.len() >= 4
-                && body
-                    .split(|c: char| ",=>()[]/ ".contains(c) || c == '\t')
-                    .any(|tok| {
-                        tok == v
-                            || tok
-                                .trim_start_matches("set_field:")
-                                .trim_start_matches("mod_nw_dst:")
-                                == v
-                    })
-        };
-        for (vals, at) in &self.facts {
-            let hits = vals.iter().filter(|v| contains(v)).count()
-                + usize::from(vals.iter().any(|v| v == device));
-            if hits >= 2 {
-                out.push(format!("{at}  (intent)"));
-                if out.len() >= 7 {
-                    break;
-                }
-            }
-        }
-        out
-    }
-}
-
-impl Provenance for IntentProvenance {
-    fn flow(&self, device: &str, f: &FlowText) -> Vec<String> {
-        let body = format!("{},{}", f.matches, f.actions).replace(':', ",");
-        let mut body2 = body.clone();
-        // MACs and dotted addresses survive the split only whole: add the raw text too.
-        body2.push(',');
-        body2.push_str(&format!("{},{}", f.matches, f.actions));
-        self.cite(
-            "ovs_flow",
-            Some(i64::from(f.table)),
-            Some(i64::from(f.priority)),
-            Some(&f.matches),
-            device,
-            &body2,
-        )
-    }
-    fn row(&self, relation: &str, row: &Row) -> Vec<String> {
-        let body = row.vals.join("\t");
-        self.cite(
-            relation,
-            None,
-            None,
-            None,
-            row.vals.first().map_or("", |s| s.as_str()),
-            &body,
-        )
-    }
-}
-
-/// The intent compiled and evaluated: its facts and provenance.
-struct Compiled {
-    facts: Facts,
-    provenance: IntentProvenance,
-    plan: Arc<Plan>,
-    engine: crate::engine::Engine,
-}
-
-fn compile(intent: &[PathBuf], rules: Option<&Path>) -> Result<Compiled, Outcome> {
-    // Verification needs a compiled intent; program errors are input errors here (exit 2).
-    let EvaluatedIntent {
-        compilation: c,
-        plan,
-        engine,
-        findings,
-    } = evaluate_intent(intent, rules, 1).map_err(|o| match o {
+/// Evaluates the intent; program errors and findings are input errors
+/// here (exit 2): there is nothing to verify.
+fn evaluate(intent: &[PathBuf], rules: Option<&Path>) -> Result<EvaluatedIntent, Outcome> {
+    let ev = evaluate_intent(intent, rules, 1).map_err(|o| match o {
         Outcome::ProgramErrors => {
             Outcome::InputError("the intent has errors (see above)".into(), None)
         }
         other => other,
     })?;
-    if !findings.is_empty() {
-        super::output::hold_findings(&findings, &c.sources);
-        for f in &findings {
-            eprint!("{}", f.render(&c.sources));
+    if !ev.findings.is_empty() {
+        super::output::hold_findings(&ev.findings, &ev.compilation.sources);
+        for f in &ev.findings {
+            eprint!("{}", f.render(&ev.compilation.sources));
         }
         return Err(Outcome::InputError(
             format!(
                 "{} problem(s) in the intent; nothing to verify",
-                findings.len()
+                ev.findings.len()
             ),
             Some("fix the intent first: `netc check --intent` shows the same problems".into()),
         ));
     }
-    let provenance = IntentProvenance::new(&c, &plan, intent);
-    let mut facts = Facts::new();
-    for ((rel, row), span) in plan.facts.iter().zip(&plan.fact_spans) {
-        facts
-            .entry(plan.relations[*rel].name.clone())
-            .or_default()
-            .push(Row {
-                vals: row.iter().map(text).collect(),
-                at: c.sources.location(*span),
-            });
-    }
-    Ok(Compiled {
-        facts,
-        provenance,
-        plan,
-        engine,
-    })
+    Ok(ev)
 }
 
 fn load(dir: &Path) -> Result<Artifacts, Outcome> {
     Artifacts::load(dir).map_err(|e| Outcome::InputError(e.to_string(), e.hint.clone()))
 }
 
+fn gate_err(e: GateError) -> Outcome {
+    let hint = e.hint();
+    Outcome::InputError(e.to_string(), hint)
+}
+
 /// `--against`: an artifact directory, or a generation number of the store
-/// (rebuilt byte for byte into a temporary directory, read, removed).
-fn load_against(arg: &Path, state: Option<&Path>) -> Result<Artifacts, Outcome> {
+/// (`Some(id)`: read from the store at `state`).
+fn against_generation(arg: &Path) -> Option<i64> {
     let gen = arg.to_str().and_then(|t| t.parse::<i64>().ok());
-    let Some(id) = gen.filter(|_| !arg.exists()) else {
-        return load(arg);
-    };
-    let dir = state
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from(crate::store::DEFAULT_DIR));
-    let store_err = |e: crate::store::StoreError| {
+    gen.filter(|_| !arg.exists())
+}
+
+fn open_store(dir: &Path, id: i64) -> Result<crate::store::Store, Outcome> {
+    crate::store::Store::open_existing(dir).map_err(|e| {
         let hint = e.hint().or_else(|| {
             Some(format!(
                 "`--against {id}` reads generation {id} of the store in `{}`; `netc history` lists them (or pass an artifact directory)",
@@ -274,14 +95,7 @@ fn load_against(arg: &Path, state: Option<&Path>) -> Result<Artifacts, Outcome> 
             ))
         });
         Outcome::InputError(e.to_string(), hint)
-    };
-    let store = crate::store::Store::open_existing(&dir).map_err(store_err)?;
-    let tmp = std::env::temp_dir().join(format!("netc-against-{}-{id}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&tmp);
-    let written = store.write_artifact_dir(id, &tmp).map_err(store_err);
-    let loaded = written.and_then(|_| load(&tmp));
-    let _ = std::fs::remove_dir_all(&tmp);
-    loaded
+    })
 }
 
 pub fn run(args: VerifyArgs) -> Outcome {
@@ -297,82 +111,90 @@ fn run_inner(args: &VerifyArgs) -> Result<Outcome, Outcome> {
             Some("give intent files (`netc verify INTENT...`) or `--artifacts DIR`".into()),
         ));
     }
+    if args.since.is_some() && args.artifacts.is_none() {
+        return Err(Outcome::InputError(
+            "`--since OLD` re-verifies an artifact directory".into(),
+            Some("`netc verify --artifacts NEW --since OLD [INTENT...]`".into()),
+        ));
+    }
+    let state = super::staged::state_dir(args.state);
+    let keep = verdict::keep_dir(&state);
     let stages = super::output::Stages::start("verify", "compiling the intent");
-    let compiled = if args.intent.is_empty() {
+    let ev = if args.intent.is_empty() {
         None
     } else {
-        Some(compile(args.intent, args.rules)?)
+        Some(evaluate(args.intent, args.rules)?)
     };
+    let names: Vec<String> = args
+        .intent
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    let provenance = ev
+        .as_ref()
+        .map(|ev| IntentProvenance::new(&ev.compilation.sources, &ev.plan, &names));
     stages.set("modelling the artifacts and proving the invariants");
-    let tmp;
-    let dir = match (args.artifacts, &compiled) {
-        (Some(d), _) => d.to_path_buf(),
-        (None, Some(c)) => {
-            tmp = std::env::temp_dir().join(format!("netc-verify-{}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&tmp);
-            let written = intent::write_outputs(&c.plan, &c.engine, &tmp, intent::Early::none())
-                .map_err(|e| e.to_string());
-            if let Err(e) = written {
-                let _ = std::fs::remove_dir_all(&tmp);
-                return Err(Outcome::InputError(
-                    format!("cannot render the artifacts: {e}"),
-                    None,
-                ));
-            }
-            tmp.clone()
-        }
-        (None, None) => unreachable!("checked above"),
+    let store = match args.against.and_then(against_generation) {
+        Some(id) => Some((open_store(&state, id)?, id)),
+        None => None,
     };
-    let artifacts = load(&dir);
-    if args.artifacts.is_none() {
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-    let artifacts = artifacts?;
-    let against = args
-        .against
-        .map(|a| load_against(a, args.state))
-        .transpose()?;
-    let policy = match &compiled {
-        Some(c) => Policy::from_facts(&c.facts),
-        None => Policy::from_artifacts(&artifacts),
-    };
-    let none = netc_verify::NoProvenance;
-    let provenance: &dyn Provenance = match &compiled {
-        Some(c) => &c.provenance,
-        None => &none,
-    };
-    let model_err = |e: netc_verify::VerifyError| {
-        Outcome::InputError(
-            format!("cannot model the artifacts: {e}"),
-            Some("the verifier models the OVS/P4/Mux subset of specs/targets.md; see specs/invariants.md §5".into()),
-        )
-    };
-    let report = match args.since {
-        None => netc_verify::verify(&Input {
-            artifacts: &artifacts,
-            policy: &policy,
-            against: against.as_ref(),
-            provenance,
-            limit: args.limit,
-        })
-        .map_err(model_err)?,
-        Some(old_dir) => {
-            // cited from the new directory, so only what differs is re-checked
-            let mut old = load(old_dir)?;
-            old.rebase(&artifacts.dir);
-            let old_policy = if !args.since_intent.is_empty() {
-                Policy::from_facts(&compile(args.since_intent, args.rules)?.facts)
-            } else if compiled.is_some() {
-                policy.clone()
-            } else {
-                Policy::from_artifacts(&old)
+    let (report, _kept) = match (args.artifacts, &ev, &provenance) {
+        // the gate, exactly as `plan`/`apply` run it
+        (None, Some(ev), Some(prov)) => {
+            let gen = candidate::build(args.intent, ev).map_err(|e| {
+                Outcome::InputError(format!("cannot render the artifacts: {e}"), None)
+            })?;
+            let against = match (&store, args.against) {
+                (Some((s, id)), _) => Some(Against::Stored(s, *id)),
+                (None, Some(d)) => Some(Against::Dir(d)),
+                (None, None) => None,
             };
-            let mut v = Verifier::new(old, old_policy, args.limit).map_err(model_err)?;
-            let up = v.update(artifacts, policy).map_err(model_err)?;
-            let mut r = v.report(provenance, against.as_ref());
-            r.stats.incremental = Some(up);
-            r
+            let g =
+                verdict::gate(&gen, against, Some(prov), &keep, args.limit).map_err(gate_err)?;
+            (g.report, g.kept)
         }
+        (Some(dir), _, _) => {
+            let artifacts = load(dir)?;
+            let policy = match &ev {
+                Some(ev) => verdict::policy_of_facts(&candidate::intent_facts(args.intent, ev)),
+                None => Policy::from_artifacts(&artifacts),
+            };
+            let mut written = Vec::new();
+            let against = match (&store, args.against) {
+                (Some((s, id)), _) => {
+                    let (d, a) = verdict::stored_set(s, *id, &keep).map_err(gate_err)?;
+                    written.push(d);
+                    Some(a)
+                }
+                (None, Some(d)) => Some(load(d)?),
+                (None, None) => None,
+            };
+            let none = netc_verify::NoProvenance;
+            let provenance: &dyn Provenance = match &provenance {
+                Some(p) => p,
+                None => &none,
+            };
+            let report = match args.since {
+                None => verdict::verify_loaded(
+                    &artifacts,
+                    &policy,
+                    against.as_ref(),
+                    provenance,
+                    args.limit,
+                ),
+                Some(old_dir) => since(
+                    args,
+                    old_dir,
+                    artifacts,
+                    policy,
+                    provenance,
+                    against.as_ref(),
+                ),
+            };
+            let kept = verdict::keep_cited(report.as_ref().ok(), written, &keep);
+            (report.map_err(gate_err)?, kept)
+        }
+        (None, _, _) => unreachable!("checked above"),
     };
     drop(stages);
     if args.json {
@@ -395,4 +217,43 @@ fn run_inner(args: &VerifyArgs) -> Result<Outcome, Outcome> {
     } else {
         Outcome::Ok
     })
+}
+
+/// `--since OLD`: verifies OLD, then re-checks only what the change to the
+/// verified directory can affect; the report equals a full one.
+fn since(
+    args: &VerifyArgs,
+    old_dir: &Path,
+    artifacts: Artifacts,
+    policy: Policy,
+    provenance: &dyn Provenance,
+    against: Option<&Artifacts>,
+) -> Result<Report, GateError> {
+    // cited from the new directory, so only what differs is re-checked
+    let mut old = Artifacts::load(old_dir).map_err(GateError::Load)?;
+    old.rebase(&artifacts.dir);
+    let old_policy = if !args.since_intent.is_empty() {
+        let ev = evaluate(args.since_intent, args.rules).map_err(|_| {
+            GateError::Load(netc_verify::artifacts::ArtifactError {
+                at: args
+                    .since_intent
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                message: "the --since-intent files do not evaluate".into(),
+                hint: Some("`netc check --intent FILE` shows why".into()),
+            })
+        })?;
+        verdict::policy_of_facts(&candidate::intent_facts(args.since_intent, &ev))
+    } else if !args.intent.is_empty() {
+        policy.clone()
+    } else {
+        Policy::from_artifacts(&old)
+    };
+    let mut v = Verifier::new(old, old_policy, args.limit).map_err(GateError::Model)?;
+    let up = v.update(artifacts, policy).map_err(GateError::Model)?;
+    let mut r = v.report(provenance, against).map_err(GateError::Model)?;
+    r.stats.incremental = Some(up);
+    Ok(r)
 }

@@ -95,6 +95,7 @@ pub fn run(args: ReplArgs) -> Outcome {
         Ok(w) => w,
         Err(o) => return o,
     };
+    w.keep_verified_in(&dir);
     // --json is for programs: plain lines in, JSON lines out, even on a terminal
     let tty = !args.json && std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
     let failed = if tty {
@@ -364,9 +365,10 @@ fn whatif(w: &mut Warm, file: &str) -> Result<(), Error> {
     let (change, verdict) = w
         .change(files, |w, ch| {
             let v = if ch.findings.is_empty() {
+                // the gate's whole report, as `netc verify INTENT` prints it
                 match w.verify(3) {
                     Ok(r) if r.violated() => format!("violated\n{}", r.human()),
-                    Ok(_) => "proven".to_string(),
+                    Ok(r) => format!("proven\n{}", r.human()),
                     Err(e) => format!("not run ({e})"),
                 }
             } else {

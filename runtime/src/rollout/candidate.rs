@@ -35,23 +35,8 @@ pub fn build(
         })?;
         files.push(IntentFile::new(&p.display().to_string(), text));
     }
-    let names: Vec<String> = intent_files
-        .iter()
-        .map(|p| p.display().to_string())
-        .collect();
-    let c = &ev.compilation;
+    let facts = intent_facts(intent_files, ev);
     let plan = &ev.plan;
-    let facts = plan
-        .facts
-        .iter()
-        .zip(&plan.fact_spans)
-        .filter(|(_, s)| names.contains(&c.sources.file(s.file).name))
-        .map(|((rel, row), span)| IntentFact {
-            relation: plan.relations[*rel].name.clone(),
-            row: row.iter().map(value_text).collect::<Vec<_>>().join("\t"),
-            at: c.sources.location(*span).to_string(),
-        })
-        .collect();
     let located = intent::located_outputs(plan);
     let relations = located
         .iter()
@@ -73,6 +58,27 @@ pub fn build(
         relations,
         ..NewGeneration::default()
     })
+}
+
+/// The intent files' own facts (not the rules'), with `file:line`: what
+/// the verifier's policy and the store read.
+pub fn intent_facts(intent_files: &[PathBuf], ev: &EvaluatedIntent) -> Vec<IntentFact> {
+    let names: Vec<String> = intent_files
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    let c = &ev.compilation;
+    let plan = &ev.plan;
+    plan.facts
+        .iter()
+        .zip(&plan.fact_spans)
+        .filter(|(_, s)| names.contains(&c.sources.file(s.file).name))
+        .map(|((rel, row), span)| IntentFact {
+            relation: plan.relations[*rel].name.clone(),
+            row: row.iter().map(value_text).collect::<Vec<_>>().join("\t"),
+            at: c.sources.location(*span).to_string(),
+        })
+        .collect()
 }
 
 /// One rendered artifact as the store keeps it: the device is the file's

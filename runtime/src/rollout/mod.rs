@@ -3,8 +3,9 @@
 //! Reading order: [`candidate`] (evaluated intent → a generation's contents:
 //! files, facts, per-device artifacts, relations) → [`entries`] (per-device
 //! adds/removes between two generations, for `plan` and `diff`) →
-//! [`verdict`] (the verifier on a candidate, AFF-2 against the last
-//! generation) → [`inventory`] (how each device is reached) → [`push`] (one
+//! [`verdict`] (the gate: the verifier on a candidate, AFF-2 and PLAN-1
+//! against the last generation; [`provenance`] cites the intent behind a
+//! counterexample) → [`inventory`] (how each device is reached) → [`push`] (one
 //! device, atomically) → [`phases`] (the order PLAN-1 verified: a moving
 //! VM's new host, its old host with a hairpin, the rest, the hairpin
 //! removed) → [`roll_out_phased`] here (every device in that order; on a
@@ -18,6 +19,7 @@
 
 pub mod candidate;
 pub mod entries;
+pub mod provenance;
 pub mod verdict;
 pub mod inventory;
 pub mod phases;

@@ -130,6 +130,45 @@ fn lock(shared: &Shared) -> std::sync::MutexGuard<'_, Daemon> {
     shared.daemon.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// The session, locked and at the store's latest generation: a generation
+/// another process committed since (a CLI `netc apply` or `rollback`) is
+/// taken in first, as a warm change whose deltas go to the stream, so a
+/// plan or an apply is never made against a superseded base.
+fn current(shared: &Shared) -> Result<std::sync::MutexGuard<'_, Daemon>, ApiError> {
+    let mut guard = lock(shared);
+    let d = &mut *guard;
+    let latest = d.store.last_applied().map_err(devices::store_error)?;
+    let Some(g) = latest.filter(|g| g.id != d.generation) else {
+        return Ok(guard);
+    };
+    let files = d
+        .store
+        .intent_files(g.id)
+        .map_err(devices::store_error)?
+        .into_iter()
+        .map(|f| IntentText {
+            name: f.path,
+            text: f.text,
+        })
+        .collect();
+    let outputs = d.store.device_outputs(g.id).map_err(devices::store_error)?;
+    let (change, ()) = d
+        .warm
+        .change(files, |_, _| (true, ()))
+        .map_err(warm_error)?;
+    let from = d.generation;
+    d.generation = g.id;
+    d.outputs = outputs;
+    shared
+        .deltas
+        .append(change.devices.iter().map(|x| delta_json(x, g.id)).collect());
+    shared.log.event(
+        "caught_up",
+        json!({"from": from, "generation": g.id, "devices_changed": change.devices.len()}),
+    );
+    Ok(guard)
+}
+
 /// The intent of a request: `files` (texts) or `paths` (read by the daemon).
 fn intent_of(body: &Json) -> Result<Option<Vec<IntentText>>, ApiError> {
     let bad = |m: &str| {
@@ -214,7 +253,7 @@ fn change_json(c: &Change) -> Json {
 }
 
 fn status(shared: &Shared) -> Reply {
-    let d = lock(shared);
+    let d = current(shared)?;
     let c = d.warm.counters();
     let stats = d.warm.engine().stats();
     Ok(json!({
@@ -332,7 +371,7 @@ fn flag(body: &Json, key: &str, default: bool) -> Result<bool, ApiError> {
 
 fn plan(shared: &Shared, body: &Json) -> Reply {
     let run_verifier = flag(body, "verify", true)?;
-    let mut guard = lock(shared);
+    let mut guard = current(shared)?;
     let d = &mut *guard;
     let files = intent_of(body)?.unwrap_or_else(|| d.warm.files().to_vec());
     let (outputs, store, base) = (&d.outputs, &d.store, d.generation);
@@ -387,28 +426,27 @@ fn candidate_from(
     let devices = entries::changes(base_outputs(outputs, base), &gen.outputs);
     let (mut report, mut report_text, mut violated, mut verify_error) = (None, None, false, None);
     if run_verifier {
-        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let against = (base > 0).then(|| {
-            std::env::temp_dir().join(format!("netc-serve-against-{}-{n}", std::process::id()))
-        });
-        if let Some(dir) = &against {
-            let _ = std::fs::remove_dir_all(dir);
-            store
-                .write_artifact_dir(base, dir)
-                .map_err(devices::store_error)?;
-        }
-        let result = crate::rollout::verdict::verify(&gen, against.as_deref(), 3);
-        if let Some(dir) = &against {
-            let _ = std::fs::remove_dir_all(dir);
-        }
+        // the gate, as `netc plan` runs it: AFF-2/PLAN-1 against `base`
+        let against = (base > 0).then_some(crate::rollout::verdict::Against::Stored(store, base));
+        let state =
+            std::fs::canonicalize(store.dir()).unwrap_or_else(|_| store.dir().to_path_buf());
+        let names: Vec<String> = w.files().iter().map(|f| f.name.clone()).collect();
+        let provenance =
+            crate::rollout::provenance::IntentProvenance::new(w.sources(), w.plan(), &names);
+        let result = crate::rollout::verdict::gate(
+            &gen,
+            against,
+            Some(&provenance),
+            &crate::rollout::verdict::keep_dir(&state),
+            3,
+        );
         match result {
-            Ok(r) => {
-                violated = r.violated();
-                report = serde_json::from_str(&r.json()).ok();
-                report_text = Some(r.human());
+            Ok(g) => {
+                violated = g.report.violated();
+                report = serde_json::from_str(&g.report.json()).ok();
+                report_text = Some(g.report.human());
             }
-            Err(e) => verify_error = Some(e),
+            Err(e) => verify_error = Some(e.to_string()),
         }
     }
     Ok(Candidate {
@@ -495,12 +533,29 @@ fn apply(shared: &Shared, body: &Json) -> Reply {
         .and_then(Json::as_str)
         .unwrap_or("netc serve")
         .to_string();
-    let mut guard = lock(shared);
+    let mut guard = current(shared)?;
     let d = &mut *guard;
     let files = intent_of(body)?.ok_or_else(|| {
         ApiError::new(400, "bad_request", "nothing to apply").hint("send `files` or `paths`")
     })?;
     let base = d.generation;
+    // a plan names its base: applying it after the base moved is refused
+    if let Some(planned) = body.get("base") {
+        let planned = planned.as_i64().ok_or_else(|| {
+            ApiError::new(400, "bad_request", "`base` must be a generation number")
+        })?;
+        if planned != base {
+            return Err(ApiError::new(
+                409,
+                "base_moved",
+                format!(
+                    "the plan was made against generation {planned}, but the devices now hold generation {base}"
+                ),
+            )
+            .detail(json!({"planned_base": planned, "base": base}))
+            .hint("plan again (`netc plan --server URL`), review the new plan, then apply it"));
+        }
+    }
     let Daemon {
         warm,
         store,
@@ -663,7 +718,7 @@ fn accept(
 }
 
 fn verify(shared: &Shared) -> Reply {
-    let d = lock(shared);
+    let d = current(shared)?;
     let findings = d.warm.findings();
     if !findings.is_empty() {
         return Err(ApiError::new(

@@ -82,12 +82,14 @@ fn start(args: &ServeArgs) -> Result<Outcome, Outcome> {
             )
         })?);
     }
-    let (warm, generation) = record::recover(&store, initial, args.rules).map_err(|e| {
+    let (mut warm, generation) = record::recover(&store, initial, args.rules).map_err(|e| {
         Outcome::InputError(
             e.to_string(),
             Some("`netc check --intent FILE` shows the intent's diagnostics".into()),
         )
     })?;
+    // reports name kept artifact sets by absolute path: clients do not share the daemon's cwd
+    warm.keep_verified_in(&std::fs::canonicalize(&dir).unwrap_or_else(|_| dir.clone()));
     if generation > 0 && !args.intent.is_empty() {
         eprintln!(
             "note: recovered generation {generation} from {}; the INTENT files on the command line are not loaded (POST /v1/apply them)",

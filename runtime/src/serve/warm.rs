@@ -146,6 +146,9 @@ pub struct Warm {
     /// `:assert`'s time: docs/performance.md, *The warm path users drive*).
     model_stale: bool,
     counters: Counters,
+    /// Where verification keeps the artifact sets its reports cite
+    /// (`rollout::verdict::keep_dir` of the session's state directory).
+    verified: PathBuf,
 }
 
 struct Compiled {
@@ -224,7 +227,14 @@ impl Warm {
                 placements: 1,
                 ..Default::default()
             },
+            verified: crate::rollout::verdict::keep_dir(Path::new(crate::store::DEFAULT_DIR)),
         })
+    }
+
+    /// Keeps the artifact sets that verification reports cite under the
+    /// state directory `state` (default `.netc`).
+    pub fn keep_verified_in(&mut self, state: &Path) {
+        self.verified = crate::rollout::verdict::keep_dir(state);
     }
 
     /// Moves to new intent texts (see the module doc). `decide` sees the
@@ -532,29 +542,37 @@ impl Warm {
         self.plan.relation_id("vip_placement") == Some(rel) && self.placed.contains(row)
     }
 
-    /// Verifies the current state's artifacts (rendered into a temporary
-    /// directory, as `netc verify INTENT` does) against the intent's policy.
-    /// `Err` is a message: the artifacts could not be written or modelled.
+    /// Verifies the current state's artifacts through the gate
+    /// (`rollout::verdict::gate`, as `netc verify INTENT` does) against the
+    /// intent's policy, asserted facts included. `Err` is a message: the
+    /// artifacts could not be rendered, written or modelled.
     pub fn verify(&self, limit: usize) -> Result<netc_verify::report::Report, String> {
-        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("netc-warm-{}-{n}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let written = intent::write_outputs(&self.plan, &self.engine, &dir, intent::Early::none())
-            .map_err(|e| e.to_string());
-        let loaded = written
-            .and_then(|_| netc_verify::artifacts::Artifacts::load(&dir).map_err(|e| e.to_string()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let artifacts = loaded?;
-        let policy = netc_verify::policy::Policy::from_facts(&self.verifier_facts());
-        netc_verify::verify(&netc_verify::Input {
-            artifacts: &artifacts,
-            policy: &policy,
-            against: None,
-            provenance: &netc_verify::NoProvenance,
-            limit,
-        })
-        .map_err(|e| format!("cannot model the artifacts: {e}"))
+        let mut gen = super::record::generation(self, None).map_err(|e| e.to_string())?;
+        // the files' facts in their order, less those retracted at the
+        // prompt, then those asserted there
+        let mut now: Vec<crate::store::IntentFact> = self
+            .verifier_facts()
+            .into_iter()
+            .flat_map(|(relation, rows)| {
+                rows.into_iter().map(move |r| crate::store::IntentFact {
+                    relation: relation.clone(),
+                    row: r.vals.join("\t"),
+                    at: r.at,
+                })
+            })
+            .collect();
+        let key = |f: &crate::store::IntentFact| (f.relation.clone(), f.row.clone());
+        let held: BTreeSet<(String, String)> = now.iter().map(key).collect();
+        gen.facts.retain(|f| held.contains(&key(f)));
+        let from_files: BTreeSet<(String, String)> = gen.facts.iter().map(key).collect();
+        now.retain(|f| !from_files.contains(&key(f)));
+        gen.facts.extend(now);
+        let names: Vec<String> = self.files.iter().map(|f| f.name.clone()).collect();
+        let provenance =
+            crate::rollout::provenance::IntentProvenance::new(&self.sources, &self.plan, &names);
+        crate::rollout::verdict::gate(&gen, None, Some(&provenance), &self.verified, limit)
+            .map(|g| g.report)
+            .map_err(|e| e.to_string())
     }
 
     /// The intent facts as the verifier reads them (values as text, `file:line:col`).

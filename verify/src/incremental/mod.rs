@@ -224,7 +224,11 @@ impl Verifier {
     }
 
     /// The report of the current generation (`against`: also AFF-2).
-    pub fn report(&self, provenance: &dyn Provenance, against: Option<&Artifacts>) -> Report {
+    pub fn report(
+        &self,
+        provenance: &dyn Provenance,
+        against: Option<&Artifacts>,
+    ) -> Result<Report, VerifyError> {
         let mut res = PathResults::default();
         for (ni, &s) in self.slot_of.iter().enumerate() {
             let Some(c) = &self.slots[s] else { continue };
@@ -261,9 +265,9 @@ impl Verifier {
         tables.aff2 = against.map(|old| crate::tables::aff2(old, &self.artifacts));
         tables.plan1 =
             against.map(|old| crate::plan::check(old, &self.artifacts, &self.policy, self.limit));
-        let mut r = assemble(&self.net, &input, &res, tables, Instant::now());
+        let mut r = assemble(&self.net, &input, &res, tables, Instant::now())?;
         r.stats.millis = self.last.as_millis();
-        r
+        Ok(r)
     }
 
     /// Moves to the next generation, re-checking only what changed (found

@@ -2,7 +2,7 @@
 //! ingress ([`super::symbolic::Model`]) of every `DIR/p4/<switch>.txtpb`
 //! against the intent (specs/invariants.md §5b).
 //!
-//! Expects: an artifact directory and the policy (its [`SwitchIntent`] is
+//! Expects: the artifacts' switch requests as loaded and the policy (its [`SwitchIntent`] is
 //! read from the intent facts: hosts' ToR ports, tenants, DoS black holes,
 //! Anolis clusters). Guarantees, per switch, over *every* packet a port
 //! can receive:
@@ -146,7 +146,7 @@ struct Built {
 /// model is most of a check's cost, so a file whose bytes are unchanged
 /// (compared in full, not by a hash) reuses its model. Only the last
 /// check's switches are kept, and only up to [`MEMO_BUDGET`].
-type Memo = BTreeMap<std::path::PathBuf, (Vec<u8>, Arc<Built>)>;
+type Memo = BTreeMap<std::path::PathBuf, (Arc<str>, Arc<Built>)>;
 static BUILT: Mutex<Memo> = Mutex::new(BTreeMap::new());
 
 /// Bytes of `.txtpb` whose models the memo keeps: a model is several times
@@ -155,49 +155,26 @@ static BUILT: Mutex<Memo> = Mutex::new(BTreeMap::new());
 /// requests); past the budget a model is built, checked and dropped.
 const MEMO_BUDGET: usize = 64 << 20;
 
-/// The switches of `dir/p4/`, decoded and applied (as `read_switches` did),
-/// in file order; `visit` sees each with its model (index, switch, model)
-/// before the next is built, so only the memo's models live at once.
+/// The switches of the artifacts (their requests as loaded), decoded and
+/// applied, in name order; `visit` sees each with its model (index,
+/// switch, model) before the next is built, so only the memo's models live
+/// at once.
 fn switches(
-    dir: &std::path::Path,
+    a: &Artifacts,
     info: &super::request::P4Info,
     mut visit: impl FnMut(usize, &Switch, &Model),
 ) -> Result<Vec<Arc<Switch>>, ArtifactError> {
-    let p4_dir = dir.join("p4");
-    let Ok(rd) = std::fs::read_dir(&p4_dir) else {
-        return Ok(Vec::new());
-    };
-    let mut files: Vec<_> = rd
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "txtpb"))
-        .collect();
-    files.sort();
     let mut memo = BUILT
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
     let mut kept = Memo::new();
     let mut budget = MEMO_BUDGET;
     let mut out = Vec::new();
-    for (i, path) in files.into_iter().enumerate() {
-        let bytes = std::fs::read(&path).map_err(|e| ArtifactError {
-            at: path.display().to_string(),
-            message: format!("cannot read: {e}"),
-            hint: None,
-        })?;
-        let built = match memo.remove(&path) {
-            Some((old, built)) if old == bytes => built,
+    for (i, (name, text)) in a.switches.iter().enumerate() {
+        let built = match memo.remove(&text.path) {
+            Some((old, built)) if *old == *text.text => built,
             _ => {
-                let name = path
-                    .file_stem()
-                    .map(|s| s.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                let updates = super::decode_file(&path)?;
-                let file = path.display().to_string();
-                let sw = Switch::apply(&name, &file, &updates).map_err(|e| ArtifactError {
-                    at: format!("{}:{}", e.file, e.line),
-                    message: e.message,
-                    hint: None,
-                })?;
+                let sw = super::build_switch(name, text)?;
                 let model = Model::build(&sw, info);
                 Arc::new(Built {
                     sw: Arc::new(sw),
@@ -207,9 +184,9 @@ fn switches(
         };
         visit(i, &built.sw, &built.model);
         out.push(built.sw.clone());
-        if bytes.len() <= budget {
-            budget -= bytes.len();
-            kept.insert(path, (bytes, built));
+        if text.text.len() <= budget {
+            budget -= text.text.len();
+            kept.insert(text.path.clone(), (text.text.clone(), built));
         }
     }
     *memo = kept;
@@ -305,31 +282,41 @@ fn counterexample(
 #[derive(Default)]
 pub struct Checked {
     pub counterexamples: Vec<Counterexample>,
+    /// Switches checked (every switch of the artifacts).
     pub switches: usize,
+    /// Whether the checks against the intent ran (ISO-1/REACH-1 at the
+    /// edge, ISO-2, ACL-2, ROUTE-1); AFF-1 needs no intent.
+    pub with_intent: bool,
     /// Packet classes (outcomes of the symbolic ingress) over every switch.
     pub outcomes: usize,
     pub millis: u128,
 }
 
-/// Every switch invariant on every switch of `a`'s `p4/` directory; the
-/// counterexamples in switch order. Needs the intent (`policy.from_intent`).
-pub fn check(a: &Artifacts, policy: &Policy) -> Checked {
+/// Every switch invariant on every switch of `a`; the counterexamples in
+/// switch order. The checks against the intent run when the policy comes
+/// from it (`policy.from_intent`). A switch that does not build is an
+/// error, never a switch with nothing found.
+pub fn check(a: &Artifacts, policy: &Policy) -> Result<Checked, ArtifactError> {
     let t0 = std::time::Instant::now();
     let mut out = Vec::new();
-    let mut done = Checked::default();
-    if !policy.from_intent {
-        return done;
-    }
-    let Ok(info) = super::p4info() else {
-        return done;
+    let mut done = Checked {
+        with_intent: policy.from_intent,
+        ..Checked::default()
     };
+    if a.switches.is_empty() {
+        return Ok(done);
+    }
+    let info = super::p4info()?;
     let si = &policy.switches;
     let mut instances = smux_instances(a);
     let mut outcomes = 0;
     // one switch at a time: its model is checked, then (past the memo) dropped
-    let built = switches(&a.dir, &info, |i, sw, model| {
+    let built = switches(a, &info, |i, sw, model| {
         outcomes += model.outcomes.len();
         instances.extend(switch_instances(i, model));
+        if !policy.from_intent {
+            return;
+        }
         let mut c = Ctx {
             sw,
             model,
@@ -340,18 +327,14 @@ pub fn check(a: &Artifacts, policy: &Policy) -> Checked {
         multicast(&mut c, policy);
         blackholes(&mut c, si);
         routes(&mut c, si);
-    });
-    // a switch directory that does not read was reported when it loaded
-    let Ok(built) = built else {
-        return done;
-    };
+    })?;
     done.outcomes = outcomes;
     let sws: Vec<&Switch> = built.iter().map(|b| b.as_ref()).collect();
     affinity(&sws, &info, &instances, &mut out);
     done.switches = sws.len();
     done.counterexamples = out;
     done.millis = t0.elapsed().as_millis();
-    done
+    Ok(done)
 }
 
 /// A load-balanced endpoint: (vni, vip, proto, port).

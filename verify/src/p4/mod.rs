@@ -16,7 +16,8 @@
 //! BGP, not a table) are replaced by what the `.txtpb` files install — so a
 //! renderer bug in the text (a wrong VNI, a reordered member vector, a lost
 //! ACL entry, a wrong tunnel destination) is what the checks see, and the
-//! counterexample cites the `.txtpb` line. Without `DIR/p4/` the rows stay.
+//! counterexample cites the `.txtpb` line. Without `DIR/p4/` the rows stay;
+//! rows that name a switch with no request are refused (an incomplete set).
 
 pub mod textpb;
 pub mod request;
@@ -26,7 +27,7 @@ pub mod symbolic;
 pub mod invariants;
 pub mod frame;
 
-use crate::artifacts::{ArtifactError, Row};
+use crate::artifacts::{ArtifactError, Row, SwitchText};
 use request::{Entity, EntryAction, FieldMatch, P4Info, Update, UpdateType};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -68,50 +69,98 @@ fn artifact_error(at: String, message: String) -> ArtifactError {
 
 /// Decodes one `.txtpb` file.
 pub fn decode_file(path: &Path) -> Result<Vec<Update>, ArtifactError> {
-    let file = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|e| ArtifactError {
-        at: file.clone(),
+        at: path.display().to_string(),
         message: format!("cannot read: {e}"),
         hint: None,
     })?;
+    decode_text(path, &text)
+}
+
+/// Decodes one request's text, cited as read from `path`.
+pub fn decode_text(path: &Path, text: &str) -> Result<Vec<Update>, ArtifactError> {
+    let file = path.display().to_string();
     let split = |e: textpb::TextError| {
         artifact_error(format!("{}:{}:{}", e.file, e.line, e.col), e.message)
     };
-    let tree = textpb::parse(&file, &text).map_err(split)?;
+    let tree = textpb::parse(&file, text).map_err(split)?;
     request::decode(&file, &tree, &p4info()?).map_err(split)
 }
 
-/// Replaces the P4 table relations of `relations` by what `dir/p4/*.txtpb` install.
+/// Decodes and applies one switch's request to an empty switch.
+pub fn build_switch(name: &str, sw: &SwitchText) -> Result<switch::Switch, ArtifactError> {
+    let updates = decode_text(&sw.path, &sw.text)?;
+    let file = sw.path.display().to_string();
+    switch::Switch::apply(name, &file, &updates)
+        .map_err(|e| artifact_error(format!("{}:{}", e.file, e.line), e.message))
+}
+
+/// Reads `dir/p4/*.txtpb` (the requests, by switch name) and replaces the
+/// P4 table relations of `relations` by what they install.
+///
+/// Fails closed: a switch that `relations/p4_*.csv` gives entries to but
+/// that has no request is an error (the set is incomplete: what would be
+/// pushed to it is unknown), never a switch with nothing to check.
 pub fn read_switches(
     dir: &Path,
     relations: &mut BTreeMap<String, Vec<std::sync::Arc<Row>>>,
-) -> Result<(), ArtifactError> {
+) -> Result<BTreeMap<String, SwitchText>, ArtifactError> {
     let p4_dir = dir.join("p4");
-    if !p4_dir.is_dir() {
-        return Ok(());
+    let mut texts = BTreeMap::new();
+    if p4_dir.is_dir() {
+        let mut files: Vec<_> = std::fs::read_dir(&p4_dir)
+            .map_err(|e| ArtifactError {
+                at: p4_dir.display().to_string(),
+                message: format!("cannot read: {e}"),
+                hint: None,
+            })?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "txtpb"))
+            .collect();
+        files.sort();
+        for path in files {
+            let name = path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let text = std::fs::read_to_string(&path).map_err(|e| ArtifactError {
+                at: path.display().to_string(),
+                message: format!("cannot read: {e}"),
+                hint: None,
+            })?;
+            texts.insert(
+                name,
+                SwitchText {
+                    path,
+                    text: text.into(),
+                },
+            );
+        }
+    }
+    // every switch the relations give entries must have its request
+    for rel in TABLE_RELATIONS {
+        for r in relations.get(rel).into_iter().flatten() {
+            let Some(sw) = r.vals.first() else { continue };
+            if !texts.contains_key(sw.as_str()) {
+                return Err(ArtifactError {
+                    at: r.at.clone(),
+                    message: format!(
+                        "switch `{sw}` has {rel} entries but no request `p4/{sw}.txtpb`: the artifact set is incomplete"
+                    ),
+                    hint: Some("verify the directory `netc compile` wrote, with every file it wrote".into()),
+                });
+            }
+        }
+    }
+    if texts.is_empty() {
+        return Ok(texts);
     }
     let info = p4info()?;
-    let mut files: Vec<_> = std::fs::read_dir(&p4_dir)
-        .map_err(|e| ArtifactError {
-            at: p4_dir.display().to_string(),
-            message: format!("cannot read: {e}"),
-            hint: None,
-        })?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "txtpb"))
-        .collect();
-    files.sort();
     let mut rows: BTreeMap<&'static str, Vec<Row>> = BTreeMap::new();
-    for path in files {
-        let name = path
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let updates = decode_file(&path)?;
-        let file = path.display().to_string();
+    for (name, text) in &texts {
+        let sw = build_switch(name, text)?;
         let state =
             |e: switch::StateError| artifact_error(format!("{}:{}", e.file, e.line), e.message);
-        let sw = switch::Switch::apply(&name, &file, &updates).map_err(state)?;
         for (rel, mut rs) in sw.rows(&info).map_err(state)? {
             rows.entry(rel).or_default().append(&mut rs);
         }
@@ -123,7 +172,7 @@ pub fn read_switches(
             rs.into_iter().map(std::sync::Arc::new).collect(),
         );
     }
-    Ok(())
+    Ok(texts)
 }
 
 fn hex(v: u128) -> String {

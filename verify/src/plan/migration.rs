@@ -200,6 +200,7 @@ pub fn devices(old: &Artifacts, new: &Artifacts) -> BTreeSet<String> {
     for a in [old, new] {
         out.extend(a.flows.keys().cloned());
         out.extend(a.groups.keys().cloned());
+        out.extend(a.switches.keys().cloned());
         for (rel, rows) in &a.relations {
             if located(rel) {
                 out.extend(rows.iter().filter_map(|r| r.vals.first().cloned()));
@@ -413,6 +414,9 @@ impl Phases {
             }
             if let Some(g) = a.groups.get(&d) {
                 out.groups.insert(d.clone(), g.clone());
+            }
+            if let Some(sw) = a.switches.get(&d) {
+                out.switches.insert(d.clone(), sw.clone());
             }
         }
         out

@@ -1,0 +1,356 @@
+"""One verdict on every path: the gate checks what is pushed, or says it did not.
+
+Every example, and copies of the standard rules with a fault a rule author
+could make, go through every path a user has to a verdict:
+
+  * `netc verify INTENT --json`;
+  * `netc compile INTENT --out D` then `netc verify --artifacts D INTENT --json`;
+  * `netc plan --json` (fresh state) and `netc apply --json` (an empty
+    inventory: nothing is pushed, the verdict is the gate's);
+  * `netc serve`'s `POST /v1/plan` and `POST /v1/verify` (a real daemon on
+    127.0.0.1, stopped by its pid);
+  * the REPL's `:whatif FILE`.
+
+The verdict documents must be equal (timings and the directory the cited
+artifacts sit in aside). The rule faults must be refused by `plan` and
+`apply` (exit 1, nothing committed). Every `file:line` a report cites must
+name a file that exists after the command. "Not checked" (never "proven")
+is what an invariant says when the artifacts hold nothing it reads.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = sorted(p.name for p in (REPO / "examples").iterdir() if (p / "intent.ndl").is_file())
+
+pytestmark = pytest.mark.netc
+
+
+def fault_anolis_synced(rules: Path) -> None:
+    # the gateway ECMP follows the synced peer list, not the current one
+    f = rules / "anolis.ndl"
+    text = f.read_text()
+    new = re.sub(
+        r"(anolis_gateway\(c, gw\), anolis_cluster\(c, _, svc\), )anolis_current\(c, cur\)",
+        r"\1anolis_synced(c, cur)",
+        text,
+    )
+    assert new.count("anolis_synced(c, cur)") == 2, "the fault no longer applies to rules/anolis.ndl"
+    f.write_text(new)
+
+
+def fault_port_vni_any(rules: Path) -> None:
+    # a host's ToR port admits every VNI of every host, not only its own
+    f = rules / "overlay.ndl"
+    text = f.read_text()
+    old = "p4_port_vni(tor, p, vni) :- host_tenant(h, _, vni), host(h, _, tor, p)"
+    assert old in text, "the fault no longer applies to rules/overlay.ndl"
+    f.write_text(text.replace(old, "p4_port_vni(tor, p, vni) :- host_tenant(_, _, vni), host(h, _, tor, p)"))
+
+
+# (name, example, fault, invariant it must violate)
+FAULTS = [
+    ("anolis-synced", "anolis", fault_anolis_synced, "ROUTE-1"),
+    ("port-vni-any", "quickstart", fault_port_vni_any, "ISO-1"),
+    ("port-vni-any-athena", "athena", fault_port_vni_any, "ISO-1"),
+]
+
+CASES = [(e, None) for e in EXAMPLES] + [(f[1], f) for f in FAULTS]
+IDS = EXAMPLES + [f[0] for f in FAULTS]
+
+
+def run(netc: str, *args: str, cwd: Path, timeout: int = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([netc, *args], capture_output=True, text=True, timeout=timeout, cwd=cwd)
+
+
+def doc(stdout: str) -> dict:
+    assert stdout.strip().startswith("{"), stdout[:500]
+    return json.loads(stdout)
+
+
+CITED_DIR = re.compile(r"(/[^\s\[\]\"]*?/verified/(?:candidate-[0-9a-f]{12}|gen-\d+)|\.netc/verified/(?:candidate-[0-9a-f]{12}|gen-\d+))/")
+
+
+def normal(report: dict, out_dir: Path | None = None) -> dict:
+    """The report without timings, with the cited artifact directory named `<A>`."""
+    r = json.loads(json.dumps(report))
+    r.pop("stats", None)
+    text = json.dumps(r)
+    text = CITED_DIR.sub("<A>/", text)
+    if out_dir is not None:
+        text = text.replace(str(out_dir) + "/", "<A>/")
+    return json.loads(text)
+
+
+def statuses_from_text(text: str) -> dict[str, tuple[str, str]]:
+    """(status, detail) per invariant from a human report."""
+    out = {}
+    for line in text.splitlines():
+        m = re.match(r"^(proven|VIOLATED|not checked)\s+(\S+)\s+(.*)$", line)
+        if m:
+            status = {"proven": "proven", "VIOLATED": "violated", "not checked": "not_checked"}[m.group(1)]
+            out[m.group(2)] = (status, m.group(3).strip())
+    return out
+
+
+def cited_files(report: dict) -> list[str]:
+    """Every `path:line` a report cites."""
+    found = re.findall(r"((?:/|\.netc/)[^\s\[\]\"]+?\.(?:flows|groups|txtpb|json|csv|ndl)):\d+", json.dumps(report))
+    return sorted(set(found))
+
+
+class Daemon:
+    def __init__(self, netc: str, state: Path, rules: Path | None, intent: Path, cwd: Path):
+        self.log = state.parent / f"serve-{time.monotonic_ns()}.log"
+        args = [netc, "serve", "--no-push", "--listen", "127.0.0.1:0", "--state", str(state)]
+        if rules is not None:
+            args += ["--rules", str(rules)]
+        self.proc = subprocess.Popen([*args, str(intent)], stdout=subprocess.DEVNULL, stderr=open(self.log, "w"), cwd=cwd)
+        self.url = None
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            m = re.search(r"listening on (http://[0-9.:]+)", self.log.read_text())
+            if m:
+                self.url = m.group(1)
+                break
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        if self.url is None:
+            self.stop()
+            pytest.fail(f"netc serve did not start:\n{self.log.read_text()}")
+        self.token = (state / "serve.token").read_text().strip()
+
+    def post(self, path: str, body: dict) -> tuple[int, dict]:
+        req = urllib.request.Request(self.url + path, method="POST", data=json.dumps(body).encode())
+        req.add_header("Authorization", f"Bearer {self.token}")
+        try:
+            with urllib.request.urlopen(req, timeout=300) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read())
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.kill(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=30)
+
+
+@pytest.mark.parametrize(("example", "fault"), CASES, ids=IDS)
+def test_every_path_gives_one_verdict(netc_bin: str, tmp_path: Path, example: str, fault) -> None:
+    intent = REPO / "examples" / example / "intent.ndl"
+    rules_args: list[str] = []
+    rules = None
+    if fault is not None:
+        rules = tmp_path / "rules"
+        shutil.copytree(REPO / "rules", rules)
+        fault[2](rules)
+        rules_args = ["--rules", str(rules)]
+    work = tmp_path / "work"
+    work.mkdir()
+    out = tmp_path / "out"
+    r = run(netc_bin, "compile", *rules_args, str(intent), "--out", str(out), cwd=work)
+    assert r.returncode == 0, r.stderr
+    inventory = tmp_path / "none.toml"
+    inventory.write_text("# no device is reached: the gate's verdict is all this run is about\n")
+    state = tmp_path / "s-apply"
+    repl_input = f":whatif {intent}\n"
+    commands = {
+        "verify INTENT": (["verify", "--json", *rules_args, str(intent)], None),
+        "verify --artifacts": (["verify", "--json", *rules_args, "--artifacts", str(out), str(intent)], None),
+        "plan": (["plan", "--json", "--state", str(tmp_path / "s-plan"), *rules_args, str(intent)], "report"),
+        "apply": (
+            ["apply", "--json", "--state", str(state), "--inventory", str(inventory), *rules_args, str(intent)],
+            "report",
+        ),
+        "repl": (["repl", "--state", str(tmp_path / "s-repl"), *rules_args, str(intent)], None),
+    }
+
+    def one(name: str) -> subprocess.CompletedProcess:
+        args, _ = commands[name]
+        feed = repl_input if name == "repl" else None
+        return subprocess.run([netc_bin, *args], input=feed, capture_output=True, text=True, timeout=900, cwd=work)
+
+    # two at a time: the machine's two cores (a large example verifies for minutes)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        done = dict(zip(commands, pool.map(one, commands)))
+    reports: dict[str, dict] = {}
+    codes: dict[str, int] = {}
+    for name, (_, field) in commands.items():
+        if name == "repl":
+            continue
+        r = done[name]
+        codes[name] = r.returncode
+        reports[name] = doc(r.stdout)[field] if field else doc(r.stdout)
+    r = done["repl"]
+    assert r.returncode == 0, r.stderr
+    assert "verdict: " in r.stdout, r.stdout
+    whatif = statuses_from_text(r.stdout)
+
+    d = Daemon(netc_bin, tmp_path / "s-serve", rules, intent, work)
+    try:
+        status, body = d.post("/v1/plan", {})
+        assert status == 200, body
+        codes["serve plan"] = 1 if body["verdict"] == "violated" else 0
+        reports["serve plan"] = body["report"]
+        status, body = d.post("/v1/verify", {})
+        assert status == 200, body
+        codes["serve verify"] = 1 if body["verdict"] == "violated" else 0
+        reports["serve verify"] = body["report"]
+    finally:
+        d.stop()
+
+    # every document cites only files that exist now that every command has ended
+    for path, report in reports.items():
+        for f in cited_files(report):
+            p = Path(f) if f.startswith("/") else work / f
+            assert p.is_file(), (path, f)
+
+    first = normal(reports["verify INTENT"])
+    for path, report in reports.items():
+        assert normal(report, out) == first, path
+    violated = any(v["status"] == "violated" for v in first["verdicts"])
+    for path, code in codes.items():
+        assert code == (1 if violated else 0), (path, code)
+    assert whatif == {v["invariant"]: (v["status"], v["detail"]) for v in first["verdicts"]}
+
+    # no counterexample without an intent line behind it
+    for v in first["verdicts"]:
+        for cx in v["counterexamples"]:
+            assert any(re.search(r"intent\.ndl:\d+", c) for c in cx["cites"]), cx
+
+    if fault is None:
+        assert not violated, [v for v in first["verdicts"] if v["status"] == "violated"][:1]
+        return
+    st = {v["invariant"]: v["status"] for v in first["verdicts"]}
+    assert st[fault[3]] == "violated", st
+    # refused: nothing was committed
+    r = run(netc_bin, "history", "--json", "--state", str(state), cwd=work)
+    assert r.returncode != 0 or json.loads(r.stdout) in ([], {"generations": []}), r.stdout
+
+
+def test_vacuous_only_without_such_devices(netc_bin: str, tmp_path: Path) -> None:
+    """Switch checks say "not checked" only when there is no switch; a
+    switch the relations name without its request is refused."""
+    out = tmp_path / "out"
+    intent = REPO / "examples" / "quickstart" / "intent.ndl"
+    assert run(netc_bin, "compile", str(intent), "--out", str(out), cwd=tmp_path).returncode == 0
+    rep = doc(run(netc_bin, "verify", "--json", "--artifacts", str(out), str(intent), cwd=tmp_path).stdout)
+    st = {v["invariant"]: v for v in rep["verdicts"]}
+    assert st["ACL-2"]["status"] == "proven" and "4 switches" in st["ACL-2"]["detail"]
+    assert st["AFF-3"]["status"] == "not_checked" and "no NF chain taps" in st["AFF-3"]["detail"]
+    assert all("vacuous" not in v["detail"] for v in rep["verdicts"])
+
+    # no switch at all: the switch invariants are not checked, not proven
+    bare = tmp_path / "bare"
+    shutil.copytree(out, bare)
+    shutil.rmtree(bare / "p4")
+    for f in (bare / "relations").glob("p4_*.csv"):
+        f.write_text("")
+    r = run(netc_bin, "verify", "--json", "--artifacts", str(bare), str(intent), cwd=tmp_path)
+    rep = doc(r.stdout)
+    st = {v["invariant"]: v for v in rep["verdicts"]}
+    for inv in ["ACL-2", "ROUTE-1"]:
+        assert st[inv]["status"] == "not_checked" and "no P4 switches" in st[inv]["detail"], st[inv]
+    junit = tmp_path / "j.xml"
+    run(netc_bin, "verify", "--artifacts", str(bare), str(intent), "--junit", str(junit), cwd=tmp_path)
+    xml = junit.read_text()
+    for inv in ["ACL-2", "ROUTE-1", "AFF-2", "PLAN-1", "AFF-3"]:
+        case = re.search(rf'<testcase [^>]*name="{inv}">(.*?)</testcase>', xml, re.S)
+        assert case and "<skipped" in case.group(1), (inv, xml)
+
+    # the requests gone but the rows naming the switches kept: refused, never "0 switches"
+    partial = tmp_path / "partial"
+    shutil.copytree(out, partial)
+    gone = sorted((partial / "p4").glob("*.txtpb"))[0]
+    gone.unlink()
+    r = run(netc_bin, "verify", "--json", "--artifacts", str(partial), str(intent), cwd=tmp_path)
+    assert r.returncode == 2, r.stdout
+    assert f"`{gone.stem}`" in r.stderr and "incomplete" in r.stderr, r.stderr
+
+
+def test_without_intent_switch_edges_are_not_called_proven(netc_bin: str, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    intent = REPO / "examples" / "quickstart" / "intent.ndl"
+    assert run(netc_bin, "compile", str(intent), "--out", str(out), cwd=tmp_path).returncode == 0
+    rep = doc(run(netc_bin, "verify", "--json", "--artifacts", str(out), cwd=tmp_path).stdout)
+    st = {v["invariant"]: v for v in rep["verdicts"]}
+    for inv in ["ISO-1", "ISO-2"]:
+        assert st[inv]["status"] == "not_checked" and "need the intent" in st[inv]["detail"], st[inv]
+
+
+def test_cookies_are_printed_as_the_files_print_them(netc_bin: str, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    intent = REPO / "examples" / "quickstart" / "intent.ndl"
+    assert run(netc_bin, "compile", str(intent), "--out", str(out), cwd=tmp_path).returncode == 0
+    # h1's ingress classifies web1's packets into globex's VNI: an ISO-1 path counterexample
+    flows = out / "ovs" / "h1.flows"
+    lines = flows.read_text().splitlines()
+    i = next(i for i, line in enumerate(lines) if "in_port=10" in line and ",ip," in line and "load:5001->NXM_NX_REG6" in line)
+    lines[i] = lines[i].replace("load:5001->NXM_NX_REG6", "load:5002->NXM_NX_REG6")
+    flows.write_text("\n".join(lines) + "\n")
+    r = run(netc_bin, "verify", "--json", "--artifacts", str(out), str(intent), cwd=tmp_path)
+    assert r.returncode == 1, r.stderr
+    hops = [h for v in doc(r.stdout)["verdicts"] for cx in v["counterexamples"] for p in cx["paths"] for h in p["hops"]]
+    cited = [(m.group(1), m.group(2), int(m.group(3))) for h in hops for m in [re.search(r"cookie=(\S+) .*\[(.*\.flows):(\d+)\]", h)] if m]
+    assert cited, hops
+    for cookie, file, line in cited:
+        text = Path(file).read_text().splitlines()[line - 1]
+        assert int(re.search(r"cookie=(0x[0-9a-f]+)", text).group(1), 16) == int(cookie, 16), (cookie, text)
+        assert cookie.startswith("0x"), cookie
+
+
+def test_daemon_plans_against_what_a_cli_apply_committed(netc_bin: str, tmp_path: Path) -> None:
+    """`serve` takes in a generation the CLI committed before it plans; a
+    plan names its base, and applying against a base that moved is refused."""
+    state = tmp_path / "state"
+    inventory = tmp_path / "none.toml"
+    inventory.write_text("# no device is reached\n")
+    intent = tmp_path / "intent.ndl"
+    full = (REPO / "examples" / "quickstart" / "intent.ndl").read_text()
+    intent.write_text(full)
+    r = run(netc_bin, "apply", "--state", str(state), "--inventory", str(inventory), str(intent), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    d = Daemon(netc_bin, state, None, intent, tmp_path)
+    try:
+        r = run(netc_bin, "plan", "--json", "--server", d.url, "--state", str(state), str(intent), cwd=tmp_path)
+        first = doc(r.stdout)
+        assert r.returncode == 0 and first["base"] == 1 and first["devices"] == {}, first
+        # the CLI removes globex's app2 (h4's only VM) behind the daemon's back
+        less = [line for line in full.splitlines() if '"app2"' not in line]
+        assert len(less) == len(full.splitlines()) - 2
+        intent.write_text("\n".join(less) + "\n")
+        r = run(netc_bin, "apply", "--state", str(state), "--inventory", str(inventory), str(intent), cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        # the original intent again, through the daemon: planned against generation 2, the VM comes back
+        intent.write_text(full)
+        r = run(netc_bin, "plan", "--json", "--server", d.url, "--state", str(state), str(intent), cwd=tmp_path)
+        second = doc(r.stdout)
+        assert r.returncode == 0 and second["base"] == 2, second
+        assert second["devices"].get("h4", {}).get("added", 0) > 0, second["devices"]
+        local = doc(run(netc_bin, "plan", "--json", "--state", str(state), str(intent), cwd=tmp_path).stdout)
+        assert {k: (v["added"], v["removed"]) for k, v in second["devices"].items()} == {
+            k: (v["added"], v["removed"]) for k, v in local["devices"].items()
+        }
+        # applying the first plan (base 1) is refused: its base moved
+        status, body = d.post("/v1/apply", {"paths": [str(intent)], "base": 1})
+        assert status == 409 and body["error"]["code"] == "base_moved", body
+    finally:
+        d.stop()
