@@ -354,3 +354,37 @@ def test_daemon_plans_against_what_a_cli_apply_committed(netc_bin: str, tmp_path
         assert status == 409 and body["error"]["code"] == "base_moved", body
     finally:
         d.stop()
+
+
+def test_rollback_after_a_move_and_an_acl_change_is_not_a_false_black_hole(netc_bin: str, tmp_path: Path) -> None:
+    """Rolling back a VM move made together with an ACL change: packets the
+    rolled-back ACL drops may be dropped while that ACL is still in place;
+    PLAN-1 flags only what both generations deliver and a step loses."""
+    base = (REPO / "examples" / "quickstart" / "intent.ndl").read_text()
+    web3 = 'vm("acme", "web3", 02:00:00:00:01:05, 10.1.1.13, "h2").\nvm_port("h2", "acme", "web3", 11).\n'
+    moved = (
+        (base + web3)
+        .replace('vm("acme", "web2", 02:00:00:00:01:02, 10.1.1.12, "h3")', 'vm("acme", "web2", 02:00:00:00:01:02, 10.1.1.12, "h4")')
+        .replace('vm_port("h3", "acme", "web2", 10)', 'vm_port("h4", "acme", "web2", 11)')
+    ) + 'acl("acme", "no-ssh-from-db", 160, 10.1.2.0/24, 10.1.1.0/24, 6, 22, 22, "deny").\n'
+    assert moved.count('"h4"') > base.count('"h4"')
+    state, inventory, intent = tmp_path / "st", tmp_path / "none.toml", tmp_path / "intent.ndl"
+    inventory.write_text("# no device is reached\n")
+    for text in (base, base + web3, moved):
+        intent.write_text(text)
+        r = run(netc_bin, "apply", "--state", str(state), "--inventory", str(inventory), str(intent), cwd=tmp_path)
+        assert r.returncode == 0, r.stdout + r.stderr
+    r = run(netc_bin, "rollback", "--json", "2", "--state", str(state), cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    report = doc(r.stdout)["report"]
+    plan1 = next(v for v in report["verdicts"] if v["invariant"] == "PLAN-1")
+    assert plan1["status"] == "proven" and "1 VM move" in plan1["detail"], plan1
+
+    # a real black hole in the same kind of change is still found: the move again, in the flat order (no hairpin)
+    intent.write_text(moved)
+    r = subprocess.run(
+        [netc_bin, "plan", "--json", "--state", str(state), str(intent)],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path, env={**os.environ, "NETC_ROLLOUT": "flat"},
+    )
+    flat = next(v for v in doc(r.stdout)["report"]["verdicts"] if v["invariant"] == "PLAN-1")
+    assert flat["status"] == "violated", flat

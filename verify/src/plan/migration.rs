@@ -20,8 +20,11 @@
 //! devices' old, new and new-plus-hairpin artifacts) and traces, from every
 //! VM that does not move, the packets to each moving VM's address:
 //! - REACH: the packets the new intent's ACLs allow from a VM of the same
-//!   tenant and vnet are delivered to the moving VM, at its old port on A or
-//!   its new port on B; a lost packet is a violation (black-holed);
+//!   tenant and vnet, and that both the old and the new generation deliver,
+//!   are delivered to the moving VM, at its old port on A or its new port
+//!   on B; a lost packet is a violation (black-holed). A packet one end
+//!   drops (an ACL changed along with the move) is the ACL's to drop while
+//!   the device that holds it is not yet, or already, updated;
 //! - ISO: no packet of another tenant is delivered there unless through a
 //!   declared exposure.
 //!
@@ -473,6 +476,27 @@ pub fn check(
         .filter(|v| !moving_names.contains(&(v.tenant.as_str(), v.name.as_str())))
         .map(|v| &**v)
         .collect();
+    // A transition is to blame only for what both ends deliver: a packet one
+    // generation's ACLs drop (an ACL changed along with the move) may be
+    // dropped while that ACL is still, or already, in place.
+    let ends = (Network::build(old, policy), Network::build(new, policy));
+    let delivered_by = |net: &Network, a: &Vm, m: &Move| {
+        let space = &net.space;
+        let set = legit(space, a)
+            .and(&space.field_eq(Field::DlType, ETH_IP, 0xffff))
+            .and(&space.field_eq(Field::NwDst, u128::from(m.ip), 0xffff_ffff));
+        let mut delivered = space.none();
+        for o in net.trace(a, set, false) {
+            let End::Deliver { port } = o.end else {
+                continue;
+            };
+            let dev = net.bridges[o.device as usize].name.as_str();
+            if (dev == m.to && port == m.to_port) || (dev == m.from && port == m.from_port) {
+                delivered = delivered.or(&o.pkt.set);
+            }
+        }
+        delivered
+    };
     // the states strictly between the old and the new generation
     let last = phases.steps.len();
     let mut checked = 0;
@@ -552,6 +576,12 @@ pub fn check(
                         .unwrap_or(&[]),
                     *policy.acl_default.get(&a.tenant).unwrap_or(&true),
                 ));
+                let allowed = match &ends {
+                    (Ok(o), Ok(n)) => allowed
+                        .and(&delivered_by(o, a, m))
+                        .and(&delivered_by(n, a, m)),
+                    _ => allowed,
+                };
                 let lost = allowed.and_not(&delivered);
                 if !lost.is_false() {
                     out.push(violation(
