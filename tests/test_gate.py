@@ -388,3 +388,32 @@ def test_rollback_after_a_move_and_an_acl_change_is_not_a_false_black_hole(netc_
     )
     flat = next(v for v in doc(r.stdout)["report"]["verdicts"] if v["invariant"] == "PLAN-1")
     assert flat["status"] == "violated", flat
+
+
+def test_rollback_restores_the_labs_topology(netc_bin: str, tmp_path: Path) -> None:
+    """After `netc rollback`, the lab (real OVS daemons, stopped by pid) holds
+    the rolled-back generation's hosts and VM ports, so `netc trace` follows it."""
+    if shutil.which("ovs-vswitchd") is None:
+        pytest.fail("Open vSwitch is not installed (scripts/test.sh installs it)")
+    base = (REPO / "examples" / "quickstart" / "intent.ndl").read_text()
+    intent = tmp_path / "intent.ndl"
+    state = tmp_path / "st"
+    try:
+        intent.write_text(base)
+        assert run(netc_bin, "apply", "--state", str(state), str(intent), cwd=tmp_path).returncode == 0
+        intent.write_text(base + 'vm("acme", "web3", 02:00:00:00:01:05, 10.1.1.13, "h2").\nvm_port("h2", "acme", "web3", 11).\n')
+        r = run(netc_bin, "apply", "--state", str(state), str(intent), cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        r = run(netc_bin, "trace", "--state", str(state), "web1", "web3", "tcp/80", cwd=tmp_path)
+        assert r.returncode == 0 and "delivered to acme/web3" in r.stdout, r.stdout + r.stderr
+        r = run(netc_bin, "rollback", "--state", str(state), cwd=tmp_path)
+        assert r.returncode == 0, r.stdout + r.stderr
+        topo = json.loads((state / "lab" / "topology.json").read_text())
+        h2 = next(h for h in topo["hosts"] if h["name"] == "h2")
+        assert [p["vm"] for p in h2["ports"]] == ["db1"], h2
+        r = run(netc_bin, "trace", "--state", str(state), "web1", "web3", "tcp/80", cwd=tmp_path)
+        assert r.returncode == 2 and "neither a VM of the lab" in r.stderr, r.stdout + r.stderr
+        r = run(netc_bin, "trace", "--state", str(state), "web1", "web2", "tcp/80", cwd=tmp_path)
+        assert r.returncode == 0, r.stdout + r.stderr
+    finally:
+        run(netc_bin, "lab", "stop", "--state", str(state), cwd=tmp_path)

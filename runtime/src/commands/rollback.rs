@@ -77,18 +77,42 @@ fn run_inner(args: &RollbackArgs) -> Result<Outcome, Outcome> {
     let violated = s.report.as_ref().is_none_or(|r| r.violated());
     if violated && !args.force {
         if let Some(r) = &s.report {
-            print!("{}", r.human());
+            if args.json {
+                let report = staged::report_json(&s);
+                let devices = staged::changes_json(&s.changes, args.verbose);
+                super::output::emit(
+                    serde_json::to_string_pretty(&serde_json::json!({
+                        "refused": refusal(target, last.id, &s),
+                        "devices": devices,
+                        "verdict": s.verdict().as_str(),
+                        "report": report,
+                    }))
+                    .unwrap_or_default(),
+                );
+            } else {
+                print!("{}", r.human());
+            }
         }
         eprintln!(
-            "error: refused: generation {target} does not verify{}; nothing was pushed",
-            s.verify_error
-                .as_deref()
-                .map(|e| format!(" ({e})"))
-                .unwrap_or_default()
+            "error: refused: {}; nothing was pushed",
+            refusal(target, last.id, &s)
         );
         eprintln!("   = hint: pass --force to roll back anyway (recorded)");
         return Err(Outcome::ProgramErrors);
     }
+    // the lab follows the generation it holds: its hosts and VM ports too
+    let inventory = if args.inventory.is_none() && pushed_to_lab(&dir, &inventory) {
+        let topo = crate::lab::Topology::from_generation(&s.gen.facts, &s.gen.relations);
+        let bridges = crate::lab::ensure(&dir, &topo).map_err(|e| {
+            Outcome::InputError(
+                format!("the local lab: {e}"),
+                Some("`netc lab status` shows it; or pass --inventory FILE".into()),
+            )
+        })?;
+        Inventory::of_bridges(&bridges)
+    } else {
+        inventory
+    };
     s.gen.verdict = Some(s.verdict());
     s.gen.forced = args.force && violated;
     apply::push_and_commit(
@@ -100,4 +124,46 @@ fn run_inner(args: &RollbackArgs) -> Result<Outcome, Outcome> {
         args.json,
         &Paint::stdout(),
     )
+}
+
+/// Why a rollback is refused: the generation itself, or only the change
+/// back to it (AFF-2/PLAN-1 judge the transition, not the generation).
+fn refusal(target: i64, last: i64, s: &staged::Staged) -> String {
+    let Some(r) = &s.report else {
+        return format!(
+            "generation {target} could not be verified ({})",
+            s.verify_error
+                .as_deref()
+                .unwrap_or("the verifier did not run")
+        );
+    };
+    let violated: Vec<&str> = r
+        .verdicts
+        .iter()
+        .filter(|v| v.status == netc_verify::report::Status::Violated)
+        .map(|v| v.invariant.as_str())
+        .collect();
+    let transition = violated.iter().all(|i| matches!(*i, "AFF-2" | "PLAN-1"));
+    if transition {
+        format!(
+            "generation {target} verifies, but the change from generation {last} back to it violates {}",
+            violated.join(", ")
+        )
+    } else {
+        format!("generation {target} violates {}", violated.join(", "))
+    }
+}
+
+/// Whether the last generation was pushed to the local lab (every route an
+/// OVS bridge of `DIR/lab/`): then rolling back restores the lab's hosts.
+fn pushed_to_lab(dir: &Path, inv: &Inventory) -> bool {
+    let Ok(lab) = crate::lab::lab_dir(dir) else {
+        return false;
+    };
+    let prefix = format!("unix:{}/", lab.display());
+    !inv.targets.is_empty()
+        && inv.targets.iter().all(|t| match &t.route {
+            crate::rollout::inventory::Route::Ovs { bridge } => bridge.starts_with(&prefix),
+            _ => false,
+        })
 }

@@ -9,6 +9,7 @@
 //! store or the intent.
 
 use crate::engine::Engine;
+use crate::store::IntentFact;
 use netc_compiler::plan::Plan;
 use netc_compiler::value::{Row, Value};
 use serde::{Deserialize, Serialize};
@@ -87,11 +88,14 @@ pub struct MuxMember {
 impl Topology {
     /// Reads the topology from evaluated intent.
     pub fn from_engine(plan: &Plan, engine: &Engine) -> Topology {
-        let rows = |name: &str| -> Vec<Row> {
+        Topology::from_rows(&|name: &str| -> Vec<Row> {
             plan.relation_id(name)
                 .map(|r| engine.contents(r))
                 .unwrap_or_default()
-        };
+        })
+    }
+
+    fn from_rows(rows: &dyn Fn(&str) -> Vec<Row>) -> Topology {
         let vni_of: BTreeMap<String, u32> = rows("tenant")
             .iter()
             .filter_map(|r| Some((sym(r, 0)?, num(r, 1)? as u32)))
@@ -138,8 +142,27 @@ impl Topology {
         hosts.dedup_by(|a, b| a.name == b.name);
         Topology {
             hosts,
-            mux_vips: mux_vips(&rows),
+            mux_vips: mux_vips(rows),
         }
+    }
+
+    /// Reads the topology from a stored generation (its intent facts and
+    /// relation files), as [`Topology::from_engine`] reads evaluated intent:
+    /// what `netc rollback` restores the lab to.
+    pub fn from_generation(facts: &[IntentFact], relations: &[(String, String)]) -> Topology {
+        let mut by: BTreeMap<&str, Vec<Row>> = BTreeMap::new();
+        for f in facts {
+            by.entry(f.relation.as_str())
+                .or_default()
+                .push(f.row.split('\t').map(value_of).collect());
+        }
+        for (name, text) in relations {
+            let rows = by.entry(name.as_str()).or_default();
+            for line in text.lines().filter(|l| !l.trim().is_empty()) {
+                rows.push(line.split('\t').map(value_of).collect());
+            }
+        }
+        Topology::from_rows(&|name: &str| by.get(name).cloned().unwrap_or_default())
     }
 
     pub fn host(&self, name: &str) -> Option<&LabHost> {
@@ -204,6 +227,24 @@ fn mux_vips(rows: &dyn Fn(&str) -> Vec<Row>) -> Vec<MuxVip> {
         });
     }
     out
+}
+
+/// A stored value's text as the value it was: number, IPv4 address, MAC,
+/// else a symbol (the types the topology reads).
+fn value_of(t: &str) -> Value {
+    if let Ok(n) = t.parse::<i64>() {
+        return Value::Number(n);
+    }
+    if let Ok(a) = t.parse::<Ipv4Addr>() {
+        return Value::Ipv4(u32::from(a));
+    }
+    let bytes: Vec<&str> = t.split(':').collect();
+    if bytes.len() == 6 && bytes.iter().all(|b| b.len() == 2) {
+        if let Ok(m) = u64::from_str_radix(&bytes.concat(), 16) {
+            return Value::Mac(m);
+        }
+    }
+    Value::sym(t)
 }
 
 fn sym(r: &Row, i: usize) -> Option<String> {
