@@ -342,10 +342,15 @@ def test_against_reports_remapped_fraction(netc_bin: str, compiled: dict[str, Pa
     rc, report, _ = verify(netc_bin, ["--artifacts", str(d), "--against", str(d)])
     assert rc == 0 and status(report)["AFF-2"] == "proven"
     assert any("0/4294967296" in n for n in report["notes"])
-    # one slot of mux2 now picks another DIP: exactly that slot's hashes move
+    # one slot of mux2 now picks another DIP: exactly that slot's hashes move;
+    # mux2 is a software Mux, whose connection table keeps established
+    # connections on their DIP, so AFF-2 holds (the remap is reported; the
+    # instances' disagreement is AFF-1's) — HMux remaps are violations
+    # (tests/test_verify_against_store.py)
     new = tmp_path / "new"
     shutil.copytree(d, new)
     shutil.rmtree(new / "ovs", ignore_errors=True)
     m_reorder_vector(new)
     rc, report, _ = verify(netc_bin, ["--artifacts", str(new), "--against", str(d)])
-    assert rc == 1 and status(report)["AFF-2"] == "violated"
+    assert rc == 1 and status(report)["AFF-2"] == "proven" and status(report)["AFF-1"] == "violated"
+    assert any("on `mux2`: a software Mux" in n for n in report["notes"]), report["notes"]

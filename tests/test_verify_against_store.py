@@ -123,6 +123,11 @@ def test_remapping_dips_against_a_stored_generation_is_an_aff2_violation(netc_bi
     v = verdicts(r.stdout)
     assert v["AFF-2"]["status"] == "violated", v["AFF-2"]
     assert "move away from a DIP that is in both generations" in v["AFF-2"]["counterexamples"][0]["summary"]
+    # the stateless HMux breaks what moves; the software Mux keeps its connections (a note)
+    on = [c["summary"] for c in v["AFF-2"]["counterexamples"]]
+    assert any("`agg1`" in c for c in on) and not any("`mux1`" in c for c in on), on
+    notes = json.loads(r.stdout)["notes"]
+    assert any("on `mux1`: a software Mux" in n for n in notes), notes
     assert v["PLAN-1"]["status"] == "proven", v["PLAN-1"]
 
 
