@@ -25,6 +25,7 @@ import os
 import re
 import shutil
 import signal
+import sqlite3
 import subprocess
 import time
 import urllib.request
@@ -188,9 +189,19 @@ def test_every_path_gives_one_verdict(netc_bin: str, tmp_path: Path, example: st
         feed = repl_input if name == "repl" else None
         return subprocess.run([netc_bin, *args], input=feed, capture_output=True, text=True, timeout=900, cwd=work)
 
-    # two at a time: the machine's two cores (a large example verifies for minutes)
+    def serve() -> dict[str, tuple[int, dict]]:
+        d = Daemon(netc_bin, tmp_path / "s-serve", rules, intent, work)
+        try:
+            return {"serve plan": d.post("/v1/plan", {}), "serve verify": d.post("/v1/verify", {})}
+        finally:
+            d.stop()
+
+    # two at a time, the daemon (two verifications) first: the machine's two
+    # cores, and a large example verifies for minutes
     with ThreadPoolExecutor(max_workers=2) as pool:
+        served = pool.submit(serve)
         done = dict(zip(commands, pool.map(one, commands)))
+        answers = served.result()
     reports: dict[str, dict] = {}
     codes: dict[str, int] = {}
     for name, (_, field) in commands.items():
@@ -203,19 +214,10 @@ def test_every_path_gives_one_verdict(netc_bin: str, tmp_path: Path, example: st
     assert r.returncode == 0, r.stderr
     assert "verdict: " in r.stdout, r.stdout
     whatif = statuses_from_text(r.stdout)
-
-    d = Daemon(netc_bin, tmp_path / "s-serve", rules, intent, work)
-    try:
-        status, body = d.post("/v1/plan", {})
-        assert status == 200, body
-        codes["serve plan"] = 1 if body["verdict"] == "violated" else 0
-        reports["serve plan"] = body["report"]
-        status, body = d.post("/v1/verify", {})
-        assert status == 200, body
-        codes["serve verify"] = 1 if body["verdict"] == "violated" else 0
-        reports["serve verify"] = body["report"]
-    finally:
-        d.stop()
+    for name, (status, body) in answers.items():
+        assert status == 200, (name, body)
+        codes[name] = 1 if body["verdict"] == "violated" else 0
+        reports[name] = body["report"]
 
     # every document cites only files that exist now that every command has ended
     for path, report in reports.items():
@@ -417,3 +419,88 @@ def test_rollback_restores_the_labs_topology(netc_bin: str, tmp_path: Path) -> N
         assert r.returncode == 0, r.stdout + r.stderr
     finally:
         run(netc_bin, "lab", "stop", "--state", str(state), cwd=tmp_path)
+
+
+def test_a_routine_dip_addition_and_its_rollback_need_no_force(netc_bin: str, tmp_path: Path) -> None:
+    """Adding a DIP to quickstart's VIP remaps flows on the stateless HMux
+    (agg1): AFF-2 names the endpoint; `--accept AFF-2:KEY --reason` accepts
+    exactly that, for this change, recorded with who and why — no --force.
+    The software Mux keeps its connections and is not flagged."""
+    base = (REPO / "examples" / "quickstart" / "intent.ndl").read_text()
+    more = base + (
+        'vm("acme", "web3", 02:00:00:00:01:05, 10.1.1.13, "h2").\n'
+        'vm_port("h2", "acme", "web3", 11).\n'
+        'dip_pool(203.0.113.10, 6, 80, "acme", "web3", 8080, 1).\n'
+    )
+    state, inventory, intent = tmp_path / "st", tmp_path / "none.toml", tmp_path / "intent.ndl"
+    inventory.write_text("# no device is reached\n")
+    common = ["--state", str(state), "--inventory", str(inventory)]
+    intent.write_text(base)
+    assert run(netc_bin, "apply", *common, str(intent), cwd=tmp_path).returncode == 0
+    intent.write_text(more)
+    r = run(netc_bin, "plan", "--json", "--state", str(state), str(intent), cwd=tmp_path)
+    assert r.returncode == 1, r.stdout
+    aff2 = next(v for v in doc(r.stdout)["report"]["verdicts"] if v["invariant"] == "AFF-2")
+    assert aff2["status"] == "violated", aff2
+    assert {c["key"] for c in aff2["counterexamples"]} == {"203.0.113.10:80/6"}, aff2
+    assert all("`agg1`" in c["summary"] for c in aff2["counterexamples"]), aff2
+
+    waiver = "AFF-2:203.0.113.10:80/6"
+    for bad, says in [
+        (["--accept", waiver], "--reason"),
+        (["--accept", "AFF-2:198.51.100.1:80/6", "--reason", "x"], "accepts no violation"),
+        (["--accept", "ISO-1:acme", "--reason", "x"], "cannot be accepted"),
+        (["--accept", "AFF-2", "--reason", "x"], "INVARIANT:KEY"),
+    ]:
+        r = run(netc_bin, "apply", *common, *bad, str(intent), cwd=tmp_path)
+        assert r.returncode == 2 and says in r.stderr, (bad, r.stderr)
+    env = {k: v for k, v in os.environ.items() if k not in ("USER", "LOGNAME")}
+    env["USER"] = "alice"
+    r = subprocess.run(
+        [netc_bin, "apply", "--json", *common, "--accept", waiver, "--reason", "web3 joins the pool", str(intent)],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path, env=env,
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    done = doc(r.stdout)
+    assert done["generation"] == 2 and done["forced"] is False and done["verdict"] == "proven", done
+    aff2 = next(v for v in done["report"]["verdicts"] if v["invariant"] == "AFF-2")
+    assert aff2["status"] == "accepted" and "by alice: web3 joins the pool" in aff2["detail"], aff2
+    rows = sqlite3.connect(state / "state.db").execute("SELECT id, forced, actor, note FROM generation").fetchall()
+    assert rows[-1][:3] == (2, 0, "alice") and "accepted AFF-2:203.0.113.10:80/6" in rows[-1][3], rows
+    assert "web3 joins the pool" in rows[-1][3], rows
+
+    # rolling back removes the DIP: the same endpoint remaps again, accepted the same way
+    r = run(netc_bin, "rollback", *common, cwd=tmp_path)
+    assert r.returncode == 1 and "change from generation 2 back to it violates AFF-2" in r.stderr, r.stderr
+    r = run(netc_bin, "rollback", *common, "--accept", waiver, "--reason", "undo web3", cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    note = sqlite3.connect(state / "state.db").execute("SELECT note FROM generation ORDER BY id DESC").fetchone()[0]
+    assert note.startswith("rollback to 1; accepted AFF-2:203.0.113.10:80/6"), note
+
+
+def test_the_daemon_takes_the_same_waivers(netc_bin: str, tmp_path: Path) -> None:
+    base = (REPO / "examples" / "quickstart" / "intent.ndl").read_text()
+    more = base + (
+        'vm("acme", "web3", 02:00:00:00:01:05, 10.1.1.13, "h2").\n'
+        'vm_port("h2", "acme", "web3", 11).\n'
+        'dip_pool(203.0.113.10, 6, 80, "acme", "web3", 8080, 1).\n'
+    )
+    state, inventory, intent = tmp_path / "st", tmp_path / "none.toml", tmp_path / "intent.ndl"
+    inventory.write_text("# no device is reached\n")
+    intent.write_text(base)
+    assert run(netc_bin, "apply", "--state", str(state), "--inventory", str(inventory), str(intent), cwd=tmp_path).returncode == 0
+    d = Daemon(netc_bin, state, None, intent, tmp_path)
+    try:
+        files = [{"name": str(intent), "text": more}]
+        status, body = d.post("/v1/plan", {"files": files})
+        assert status == 200 and body["verdict"] == "violated", body
+        status, body = d.post("/v1/plan", {"files": files, "accept": ["AFF-2:203.0.113.10:80/6"], "reason": "web3 joins"})
+        assert status == 200 and body["verdict"] == "proven", body
+        aff2 = next(v for v in body["report"]["verdicts"] if v["invariant"] == "AFF-2")
+        assert aff2["status"] == "accepted", aff2
+        status, body = d.post("/v1/plan", {"files": files, "accept": ["AFF-2:198.51.100.1:80/6"], "reason": "x"})
+        assert status == 422 and body["error"]["code"] == "waiver_unused", body
+        status, body = d.post("/v1/plan", {"files": files, "accept": ["AFF-2:203.0.113.10:80/6"]})
+        assert status == 400 and "reason" in body["error"]["message"], body
+    finally:
+        d.stop()

@@ -364,6 +364,8 @@ enum Command {
         /// With --server: the file holding the daemon's token (default: $NETC_TOKEN, else STATE/serve.token).
         #[arg(long, value_name = "FILE", requires = "server")]
         token_file: Option<PathBuf>,
+        #[command(flatten)]
+        waivers: commands::staged::WaiverArgs,
     },
     /// Plan, verify, push every device atomically, and record the generation.
     #[command(after_help = netc_runtime::after_help!(
@@ -414,6 +416,8 @@ enum Command {
         /// With --server: the file holding the daemon's token (default: $NETC_TOKEN, else STATE/serve.token).
         #[arg(long, value_name = "FILE", requires = "server")]
         token_file: Option<PathBuf>,
+        #[command(flatten)]
+        waivers: commands::staged::WaiverArgs,
     },
     /// Re-push a stored generation (default: the one before the last), recorded as a new generation.
     #[command(after_help = netc_runtime::after_help!(
@@ -440,6 +444,8 @@ enum Command {
         json: bool,
         #[arg(long, value_name = "DIR")]
         state: Option<PathBuf>,
+        #[command(flatten)]
+        waivers: commands::staged::WaiverArgs,
     },
     /// The last generation, and whether each device still holds it (a reconcile dry run).
     #[command(after_help = netc_runtime::after_help!(
@@ -654,6 +660,7 @@ fn dispatch(cli: Cli) -> Outcome {
             rules,
             server,
             token_file,
+            waivers,
         } => commands::plan::run(commands::plan::PlanArgs {
             intent: &intent,
             rules: rules.as_deref(),
@@ -662,6 +669,7 @@ fn dispatch(cli: Cli) -> Outcome {
             json,
             server: server.as_deref(),
             token_file: token_file.as_deref(),
+            waivers: &waivers,
         }),
         Command::Apply {
             intent,
@@ -673,6 +681,7 @@ fn dispatch(cli: Cli) -> Outcome {
             rules,
             server,
             token_file,
+            waivers,
         } => commands::apply::run(commands::apply::ApplyArgs {
             intent: &intent,
             rules: rules.as_deref(),
@@ -683,6 +692,7 @@ fn dispatch(cli: Cli) -> Outcome {
             json,
             server: server.as_deref(),
             token_file: token_file.as_deref(),
+            waivers: &waivers,
         }),
         Command::Rollback {
             generation,
@@ -691,6 +701,7 @@ fn dispatch(cli: Cli) -> Outcome {
             verbose,
             json,
             state,
+            waivers,
         } => commands::rollback::run(commands::rollback::RollbackArgs {
             generation,
             state: state.as_deref(),
@@ -698,6 +709,7 @@ fn dispatch(cli: Cli) -> Outcome {
             force,
             verbose,
             json,
+            waivers: &waivers,
         }),
         Command::Status {
             inventory,

@@ -163,6 +163,7 @@ fn run() -> Result<(serde_json::Value, Option<PathBuf>), String> {
         against: None,
         provenance: &NoProvenance,
         limit: 3,
+        accept: &[],
     })
     .map_err(|e| format!("cannot model the artifacts: {e}"))?;
     step(&mut steps, "verify", t);

@@ -119,6 +119,8 @@ pub struct Input<'a> {
     pub provenance: &'a dyn Provenance,
     /// Counterexamples kept per invariant (violations are all counted).
     pub limit: usize,
+    /// Violations accepted for this change (`--accept`).
+    pub accept: &'a [report::Waiver],
 }
 
 #[derive(Debug, Clone, thiserror::Error)]
@@ -234,12 +236,30 @@ pub(crate) fn assemble(
             .push(path_cx(net, input, v));
     }
     let mut counts: BTreeMap<&str, usize> = res.counts.clone();
+    // what a waiver accepts is counted apart (and shown), never as violated
+    let mut accepted: BTreeMap<&str, Vec<Counterexample>> = BTreeMap::new();
+    let mut accepted_n: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut per_waiver = vec![0usize; input.accept.len()];
     let mut table = |inv: &'static str, cxs: Vec<Counterexample>| {
-        *counts.entry(inv).or_default() += cxs.len();
+        let (waived, kept): (Vec<_>, Vec<_>) =
+            cxs.into_iter()
+                .partition(|c| match input.accept.iter().position(|w| w.covers(c)) {
+                    Some(i) => {
+                        per_waiver[i] += 1;
+                        true
+                    }
+                    None => false,
+                });
+        *accepted_n.entry(inv).or_default() += waived.len();
+        accepted
+            .entry(inv)
+            .or_default()
+            .extend(waived.into_iter().take(input.limit));
+        *counts.entry(inv).or_default() += kept.len();
         found
             .entry(inv)
             .or_default()
-            .extend(cxs.into_iter().take(input.limit));
+            .extend(kept.into_iter().take(input.limit));
     };
     table("AFF-1", tf.aff1);
     table("AFF-3", tf.aff3);
@@ -271,13 +291,15 @@ pub(crate) fn assemble(
     if let Some(p) = tf.plan1 {
         table("PLAN-1", p.counterexamples);
     }
+    cite_intent(input, &mut found);
     let intent = input.policy.from_intent;
     let n_switches = switches.switches;
     let n_vms = input.policy.vms.len();
     let mut verdicts = Vec::new();
     for inv in ORDER {
-        let cxs = found.remove(inv).unwrap_or_default();
+        let mut cxs = found.remove(inv).unwrap_or_default();
         let n = counts.get(inv).copied().unwrap_or(0);
+        let waived = accepted_n.get(inv).copied().unwrap_or(0);
         // why the invariant was not (wholly) checked: it needs an input it
         // was not given, or the artifacts hold nothing it reads
         let skip: Option<String> = match inv {
@@ -307,6 +329,22 @@ pub(crate) fn assemble(
                 Status::Violated,
                 format!("{n} violation{}", if n == 1 { "" } else { "s" }),
             )
+        } else if waived > 0 {
+            cxs = accepted.remove(inv).unwrap_or_default();
+            let by: Vec<String> = input
+                .accept
+                .iter()
+                .filter(|w| w.invariant == inv)
+                .map(|w| format!("{} by {}: {}", w.name(), w.actor, w.reason))
+                .collect();
+            (
+                Status::Accepted,
+                format!(
+                    "{waived} violation{} accepted for this change ({})",
+                    if waived == 1 { "" } else { "s" },
+                    by.join("; ")
+                ),
+            )
         } else if let Some(why) = skip {
             (Status::NotChecked, why)
         } else {
@@ -328,10 +366,11 @@ pub(crate) fn assemble(
             invariant: inv.to_string(),
             status,
             detail,
-            violations: n,
+            violations: n + waived,
             counterexamples: cxs,
         });
     }
+    let accepted_by = input.accept.iter().cloned().zip(per_waiver).collect();
     Ok(Report {
         verdicts,
         stats: Stats {
@@ -345,7 +384,37 @@ pub(crate) fn assemble(
             incremental: None,
         },
         notes,
+        accepted: accepted_by,
     })
+}
+
+/// Adds to each counterexample the rules and intent facts behind the
+/// artifact rows it cites (a table check cites rows, not their origin), so
+/// every counterexample names the intent `file:line` behind it.
+fn cite_intent(input: &Input, found: &mut BTreeMap<&str, Vec<Counterexample>>) {
+    if found.values().all(Vec::is_empty) {
+        return;
+    }
+    let mut rows: std::collections::HashMap<&str, (&str, &Row)> = std::collections::HashMap::new();
+    for (rel, rs) in &input.artifacts.relations {
+        for r in rs {
+            rows.entry(r.at.as_str()).or_insert((rel.as_str(), r));
+        }
+    }
+    for cx in found.values_mut().flatten() {
+        let mut extra = Vec::new();
+        for c in &cx.cites {
+            let at = c.split_whitespace().next().unwrap_or("");
+            if let Some((rel, r)) = rows.get(at) {
+                extra.extend(input.provenance.row(rel, r));
+            }
+        }
+        for e in extra {
+            if !cx.cites.contains(&e) {
+                cx.cites.push(e);
+            }
+        }
+    }
 }
 
 fn detail_of(inv: &str, res: &checks::PathResults, p: &Policy) -> String {
@@ -391,6 +460,7 @@ fn path_cx(net: &Network, input: &Input, v: &checks::Violation) -> Counterexampl
     cites.retain(|c| seen.insert(c.clone()));
     Counterexample {
         invariant: v.invariant.to_string(),
+        key: None,
         summary: v.summary.clone(),
         packet,
         paths,

@@ -445,6 +445,7 @@ fn counterexample(
     }
     Counterexample {
         invariant: "AFF-3".into(),
+        key: None,
         summary: format!(
             "{}/{} → {}/{}: {} is tapped at hop {} by {} ({}); its reply {} {}",
             a.tenant,

@@ -61,9 +61,13 @@ pub struct PathCx {
     pub end: String,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct Counterexample {
     pub invariant: String,
+    /// What a waiver names to accept this violation for one change
+    /// (`--accept INVARIANT:KEY`; AFF-2: `VIP:PORT/PROTO`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
     pub summary: String,
     pub packet: Option<Packet>,
     pub paths: Vec<PathCx>,
@@ -77,6 +81,54 @@ pub enum Status {
     Proven,
     Violated,
     NotChecked,
+    /// Violated only where a waiver accepts it, for this change.
+    Accepted,
+}
+
+/// A violation an operator accepts for one change: the invariant, the
+/// counterexample's key, why, and who. Recorded with the generation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Waiver {
+    pub invariant: String,
+    pub key: String,
+    pub reason: String,
+    pub actor: String,
+}
+
+/// The invariants a waiver may name: those about a change (what moves
+/// between two generations), never what must hold of every generation.
+pub const WAIVABLE: [&str; 1] = ["AFF-2"];
+
+impl Waiver {
+    /// `INVARIANT:KEY`, as `--accept` takes it.
+    pub fn parse(text: &str, reason: &str, actor: &str) -> Result<Waiver, String> {
+        let (inv, key) = text
+            .split_once(':')
+            .filter(|(i, k)| !i.is_empty() && !k.is_empty())
+            .ok_or_else(|| {
+                format!("`{text}` is not INVARIANT:KEY (e.g. AFF-2:203.0.113.10:80/6)")
+            })?;
+        if !WAIVABLE.contains(&inv) {
+            return Err(format!(
+                "{inv} cannot be accepted: only a change's invariants ({}) can be, for one change",
+                WAIVABLE.join(", ")
+            ));
+        }
+        Ok(Waiver {
+            invariant: inv.into(),
+            key: key.into(),
+            reason: reason.into(),
+            actor: actor.into(),
+        })
+    }
+
+    pub fn name(&self) -> String {
+        format!("{}:{}", self.invariant, self.key)
+    }
+
+    pub fn covers(&self, c: &Counterexample) -> bool {
+        c.invariant == self.invariant && c.key.as_deref() == Some(self.key.as_str())
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -113,6 +165,9 @@ pub struct Report {
     pub verdicts: Vec<Verdict>,
     pub stats: Stats,
     pub notes: Vec<String>,
+    /// The waivers given, each with the violations it accepted.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub accepted: Vec<(Waiver, usize)>,
 }
 
 impl Report {
@@ -136,6 +191,7 @@ impl Report {
                 Status::Proven => "proven     ",
                 Status::Violated => "VIOLATED   ",
                 Status::NotChecked => "not checked",
+                Status::Accepted => "accepted   ",
             };
             s.push_str(&format!("{mark} {:<8} {}\n", v.invariant, v.detail));
         }
@@ -143,13 +199,19 @@ impl Report {
         for v in self
             .verdicts
             .iter()
-            .filter(|v| v.status == Status::Violated)
+            .filter(|v| matches!(v.status, Status::Violated | Status::Accepted))
         {
             for c in &v.counterexamples {
                 k += 1;
                 s.push_str(&format!(
-                    "\ncounterexample {k}: {}: {}\n",
-                    c.invariant, c.summary
+                    "\ncounterexample {k}: {}{}: {}\n",
+                    c.invariant,
+                    if v.status == Status::Accepted {
+                        " (accepted)"
+                    } else {
+                        ""
+                    },
+                    c.summary
                 ));
                 if let Some(p) = &c.packet {
                     let h: Vec<String> =
@@ -249,6 +311,10 @@ impl Report {
             ));
             match v.status {
                 Status::Proven => {}
+                Status::Accepted => s.push_str(&format!(
+                    "    <system-out>{}</system-out>\n",
+                    xml(&v.detail)
+                )),
                 Status::NotChecked => {
                     s.push_str(&format!("    <skipped message=\"{}\"/>\n", xml(&v.detail)))
                 }

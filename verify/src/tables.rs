@@ -154,6 +154,7 @@ fn cx(
 ) -> Counterexample {
     Counterexample {
         invariant: inv.into(),
+        key: None,
         summary,
         packet: sport.map(|s| {
             Packet::from_headers(ingress.into(), &five_tuple(ep.1, CLIENT, ep.0, s, ep.2))
@@ -394,6 +395,7 @@ impl<'p> TunnelCheck<'p> {
 fn tunnel_cx(r: &Row, summary: String) -> Counterexample {
     Counterexample {
         invariant: "AFF-1".into(),
+        key: None,
         summary,
         packet: None,
         paths: Vec::new(),
@@ -618,6 +620,7 @@ pub fn aff4_with<'g>(
                     if want != u {
                         out.push(Counterexample {
                             invariant: "AFF-4".into(),
+                            key: None,
                             summary: format!("`{}` returns SNAT traffic of {}:{lo}-{hi} to {}, but DIP {}/{} runs on {} ({})",
                                 v[0], std::net::Ipv4Addr::from(vip), std::net::Ipv4Addr::from(u), vm.tenant, vm.name, vm.host, std::net::Ipv4Addr::from(want)),
                             packet: Some(Packet::from_headers(format!("the Internet → {}", std::net::Ipv4Addr::from(vip)), &five_tuple(6, CLIENT, vip, 443, lo as u16))),
@@ -675,6 +678,7 @@ pub fn aff4_with<'g>(
             let vip = std::net::Ipv4Addr::from(g.vip);
             out.push(Counterexample {
                 invariant: "AFF-4".into(),
+                key: None,
                 summary: format!(
                     "SNAT ports {}-{} and {}-{} of {vip} overlap, granted to DIP {} (vni {}) and DIP {} (vni {}): return traffic to port {port} has two owners",
                     g.lo, g.hi, h.lo, h.hi, std::net::Ipv4Addr::from(g.owner.1), g.owner.0, std::net::Ipv4Addr::from(h.owner.1), h.owner.0),
@@ -794,6 +798,7 @@ pub fn cap1_of(use_: &CapUse, policy: &Policy) -> Vec<Counterexample> {
             if used > cap {
                 out.push(Counterexample {
                     invariant: "CAP-1".into(),
+                    key: None,
                     summary: format!(
                         "switch `{sw}` needs {used} {name} table entries; it has {cap}"
                     ),
@@ -891,10 +896,12 @@ pub fn aff2(old: &Artifacts, new: &Artifacts) -> (Vec<Counterexample>, Vec<Strin
                     let l = o.n / gcd(o.n, n.n) * n.n;
                     find_port(*ep, |h| u64::from(h) % l == u64::from(r))
                 });
-                out.push(cx("AFF-2", format!(
+                let mut c = cx("AFF-2", format!(
                     "on `{}`, {broken} of 2^32 hash values of {vip}:{}/{} ({:.4}%) move away from a DIP that is in both generations (n {} → {})",
                     n.instance, ep.2, ep.1, broken as f64 / 4294967296.0 * 100.0, o.n, n.n),
-                    *ep, sport, &format!("the Internet → {vip}"), vec![o.at.clone(), n.at.clone()]));
+                    *ep, sport, &format!("the Internet → {vip}"), vec![o.at.clone(), n.at.clone()]);
+                c.key = Some(format!("{vip}:{}/{}", ep.2, ep.1));
+                out.push(c);
             }
         }
     }

@@ -43,6 +43,7 @@ pub struct ApplyArgs<'a> {
     /// `--server URL`: apply through a running `netc serve`.
     pub server: Option<&'a str>,
     pub token_file: Option<&'a Path>,
+    pub waivers: &'a staged::WaiverArgs,
 }
 
 pub fn run(args: ApplyArgs) -> Outcome {
@@ -52,7 +53,14 @@ pub fn run(args: ApplyArgs) -> Outcome {
             token_file: args.token_file,
             state: args.state,
         };
-        return super::remote::apply(&r, args.intent, args.force, args.verbose, args.json);
+        return super::remote::apply(
+            &r,
+            args.intent,
+            args.waivers,
+            args.force,
+            args.verbose,
+            args.json,
+        );
     }
     match run_inner(&args) {
         Ok(o) | Err(o) => o,
@@ -68,7 +76,9 @@ fn run_inner(args: &ApplyArgs) -> Result<Outcome, Outcome> {
         None => None,
     };
     let mut store = Store::open(&dir)?;
-    let mut s = staged::stage_intent(args.intent, args.rules, Some(&store), &dir)?;
+    let accept = args.waivers.waivers()?;
+    let mut s = staged::stage_intent(args.intent, args.rules, Some(&store), &dir, &accept)?;
+    staged::check_waivers(&s)?;
     let paint = Paint::stdout();
     let refused = match (&s.report, &s.verify_error) {
         (Some(r), _) if r.violated() => {
@@ -94,7 +104,7 @@ fn run_inner(args: &ApplyArgs) -> Result<Outcome, Outcome> {
     };
     s.gen.forced = args.force && refused.is_some();
     s.gen.verdict = Some(s.verdict());
-    let note = String::new();
+    let note = staged::waiver_note(&s);
     push_and_commit(
         &mut store,
         s,

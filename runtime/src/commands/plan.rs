@@ -26,6 +26,7 @@ pub struct PlanArgs<'a> {
     /// `--server URL`: plan through a running `netc serve`.
     pub server: Option<&'a str>,
     pub token_file: Option<&'a Path>,
+    pub waivers: &'a staged::WaiverArgs,
 }
 
 pub fn run(args: PlanArgs) -> Outcome {
@@ -35,7 +36,7 @@ pub fn run(args: PlanArgs) -> Outcome {
             token_file: args.token_file,
             state: args.state,
         };
-        return super::remote::plan(&r, args.intent, args.verbose, args.json);
+        return super::remote::plan(&r, args.intent, args.waivers, args.verbose, args.json);
     }
     match run_inner(&args) {
         Ok(o) | Err(o) => o,
@@ -45,7 +46,9 @@ pub fn run(args: PlanArgs) -> Outcome {
 fn run_inner(args: &PlanArgs) -> Result<Outcome, Outcome> {
     let dir = staged::state_dir(args.state);
     let store = staged::existing_store(&dir)?;
-    let s = staged::stage_intent(args.intent, args.rules, store.as_ref(), &dir)?;
+    let accept = args.waivers.waivers()?;
+    let s = staged::stage_intent(args.intent, args.rules, store.as_ref(), &dir, &accept)?;
+    staged::check_waivers(&s)?;
     let view = PlanView {
         base: s.base.as_ref().map(|b| b.id),
         changes: &s.changes,

@@ -27,6 +27,16 @@ use serde_json::{json, Value as Json};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+/// `--accept`/`--reason` as the daemon takes them (checked here first).
+fn with_waivers(body: &mut Json, w: &staged::WaiverArgs) -> Result<(), Outcome> {
+    if w.waivers()?.is_empty() {
+        return Ok(());
+    }
+    body["accept"] = json!(w.accept);
+    body["reason"] = json!(w.reason);
+    Ok(())
+}
+
 /// Where the daemon is and how to find its token.
 pub struct Remote<'a> {
     pub url: &'a str,
@@ -206,9 +216,16 @@ fn base_of(v: Option<&Json>) -> Option<i64> {
 }
 
 /// `netc plan --server URL INTENT...`.
-pub fn plan(r: &Remote, intent: &[PathBuf], verbose: bool, json: bool) -> Outcome {
+pub fn plan(
+    r: &Remote,
+    intent: &[PathBuf],
+    waivers: &staged::WaiverArgs,
+    verbose: bool,
+    json: bool,
+) -> Outcome {
     let run = || -> Result<Outcome, Outcome> {
-        let body = json!({"files": files(intent)?, "verify": true});
+        let mut body = json!({"files": files(intent)?, "verify": true});
+        with_waivers(&mut body, waivers)?;
         let server = connect(r)?;
         let a = server
             .call("POST", "/v1/plan", Some(&body))
@@ -234,14 +251,22 @@ pub fn plan(r: &Remote, intent: &[PathBuf], verbose: bool, json: bool) -> Outcom
 }
 
 /// `netc apply --server URL INTENT...`.
-pub fn apply(r: &Remote, intent: &[PathBuf], force: bool, verbose: bool, json: bool) -> Outcome {
+pub fn apply(
+    r: &Remote,
+    intent: &[PathBuf],
+    waivers: &staged::WaiverArgs,
+    force: bool,
+    verbose: bool,
+    json: bool,
+) -> Outcome {
     let run = || -> Result<Outcome, Outcome> {
-        let body = json!({
+        let mut body = json!({
             "files": files(intent)?,
             "verify": true,
             "force": force,
             "actor": staged::actor(),
         });
+        with_waivers(&mut body, waivers)?;
         let server = connect(r)?;
         let a = server
             .call("POST", "/v1/apply", Some(&body))

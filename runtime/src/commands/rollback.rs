@@ -22,6 +22,7 @@ pub struct RollbackArgs<'a> {
     pub force: bool,
     pub verbose: bool,
     pub json: bool,
+    pub waivers: &'a staged::WaiverArgs,
 }
 
 pub fn run(args: RollbackArgs) -> Outcome {
@@ -73,7 +74,9 @@ fn run_inner(args: &RollbackArgs) -> Result<Outcome, Outcome> {
         relations: store.relation_files(target)?,
         ..NewGeneration::default()
     };
-    let mut s = staged::stage(gen, Some(&store), &dir, None)?;
+    let accept = args.waivers.waivers()?;
+    let mut s = staged::stage(gen, Some(&store), &dir, None, &accept)?;
+    staged::check_waivers(&s)?;
     let violated = s.report.as_ref().is_none_or(|r| r.violated());
     if violated && !args.force {
         if let Some(r) = &s.report {
@@ -115,11 +118,16 @@ fn run_inner(args: &RollbackArgs) -> Result<Outcome, Outcome> {
     };
     s.gen.verdict = Some(s.verdict());
     s.gen.forced = args.force && violated;
+    let note = [format!("rollback to {target}"), staged::waiver_note(&s)]
+        .into_iter()
+        .filter(|n| !n.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ");
     apply::push_and_commit(
         &mut store,
         s,
         &inventory,
-        format!("rollback to {target}"),
+        note,
         args.verbose,
         args.json,
         &Paint::stdout(),

@@ -11,7 +11,7 @@ use crate::rollout::entries::{self, DeviceChange};
 use crate::rollout::provenance::IntentProvenance;
 use crate::rollout::{candidate, verdict};
 use crate::store::{DeviceOutput, Generation, NewGeneration, Store, StoreError, Verdict};
-use netc_verify::report::Report;
+use netc_verify::report::{Report, Waiver};
 use netc_verify::Provenance;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -68,6 +68,90 @@ impl Staged {
     }
 }
 
+/// `--accept INVARIANT:KEY --reason TEXT`: violations of a change's
+/// invariants accepted for this change only, recorded with who and why.
+#[derive(clap::Args, Debug, Default, Clone)]
+pub struct WaiverArgs {
+    /// Accept the violations of INVARIANT whose key is KEY for this change only, e.g.
+    /// `AFF-2:203.0.113.10:80/6` (the key a counterexample prints); recorded with who and --reason.
+    /// Only a change's invariants (AFF-2) can be accepted; a waiver that accepts nothing is an error.
+    #[arg(long = "accept", value_name = "INVARIANT:KEY")]
+    pub accept: Vec<String>,
+    /// Why the accepted violations are acceptable (required with --accept; recorded).
+    #[arg(long, value_name = "TEXT")]
+    pub reason: Option<String>,
+}
+
+impl WaiverArgs {
+    /// The waivers, by the user running this (exit 2 on a malformed one).
+    pub fn waivers(&self) -> Result<Vec<Waiver>, Outcome> {
+        if self.accept.is_empty() {
+            return Ok(Vec::new());
+        }
+        let reason = self
+            .reason
+            .as_deref()
+            .filter(|r| !r.trim().is_empty())
+            .ok_or_else(|| {
+                Outcome::InputError(
+                    "--accept needs --reason TEXT: why the violation is acceptable (recorded)"
+                        .into(),
+                    Some(
+                        "e.g. --accept AFF-2:203.0.113.10:80/6 --reason \"new DIP; VIP drained\""
+                            .into(),
+                    ),
+                )
+            })?;
+        self.accept
+            .iter()
+            .map(|a| {
+                Waiver::parse(a, reason, &actor()).map_err(|e| {
+                    Outcome::InputError(
+                        format!("--accept {e}"),
+                        Some(
+                            "the key is the one a counterexample prints (`netc plan` shows it)"
+                                .into(),
+                        ),
+                    )
+                })
+            })
+            .collect()
+    }
+}
+
+/// A waiver that accepted nothing is refused: waivers name what they
+/// accept, they do not silence an invariant.
+pub fn check_waivers(s: &Staged) -> Result<(), Outcome> {
+    let Some(r) = &s.report else { return Ok(()) };
+    match r.accepted.iter().find(|(_, n)| *n == 0) {
+        Some((w, _)) => Err(Outcome::InputError(
+            format!("--accept {} accepts no violation of this change", w.name()),
+            Some("drop it; `netc plan` prints each violation's key".into()),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The note a generation records for its waivers (empty without any).
+pub fn waiver_note(s: &Staged) -> String {
+    let Some(r) = &s.report else {
+        return String::new();
+    };
+    r.accepted
+        .iter()
+        .map(|(w, n)| {
+            format!(
+                "accepted {} ({n} violation{}) by {}: {}",
+                w.name(),
+                if *n == 1 { "" } else { "s" },
+                w.actor,
+                w.reason
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 /// Compiles intent into a staged generation (exit 1 on bad intent); cited
 /// artifact sets are kept under the state directory `state`.
 pub fn stage_intent(
@@ -75,6 +159,7 @@ pub fn stage_intent(
     rules: Option<&Path>,
     store: Option<&Store>,
     state: &Path,
+    accept: &[Waiver],
 ) -> Result<Staged, Outcome> {
     let stages =
         super::output::Stages::start("plan", "compiling the rules and evaluating the intent");
@@ -95,7 +180,7 @@ pub fn stage_intent(
     stages.set("diffing against the last generation and verifying");
     let names: Vec<String> = files.iter().map(|p| p.display().to_string()).collect();
     let provenance = IntentProvenance::new(&ev.compilation.sources, &ev.plan, &names);
-    let mut staged = stage(gen, store, state, Some(&provenance))?;
+    let mut staged = stage(gen, store, state, Some(&provenance), accept)?;
     staged.evaluated = Some(ev);
     Ok(staged)
 }
@@ -107,6 +192,7 @@ pub fn stage(
     store: Option<&Store>,
     state: &Path,
     provenance: Option<&dyn Provenance>,
+    accept: &[Waiver],
 ) -> Result<Staged, Outcome> {
     let base = match store {
         Some(s) => s.last_applied()?,
@@ -121,7 +207,14 @@ pub fn stage(
         (Some(s), Some(b)) => Some(verdict::Against::Stored(s, b.id)),
         _ => None,
     };
-    let result = verdict::gate(&gen, against, provenance, &verdict::keep_dir(state), 3);
+    let result = verdict::gate(
+        &gen,
+        against,
+        provenance,
+        &verdict::keep_dir(state),
+        3,
+        accept,
+    );
     let (report, phases, verify_error, kept) = match result {
         Ok(g) => (Some(g.report), Some(g.phases), None, g.kept),
         Err(e) => (None, None, Some(e.to_string()), Vec::new()),

@@ -149,8 +149,8 @@ fn run_inner(args: &VerifyArgs) -> Result<Outcome, Outcome> {
                 (None, Some(d)) => Some(Against::Dir(d)),
                 (None, None) => None,
             };
-            let g =
-                verdict::gate(&gen, against, Some(prov), &keep, args.limit).map_err(gate_err)?;
+            let g = verdict::gate(&gen, against, Some(prov), &keep, args.limit, &[])
+                .map_err(gate_err)?;
             (g.report, g.kept)
         }
         (Some(dir), _, _) => {
@@ -181,6 +181,7 @@ fn run_inner(args: &VerifyArgs) -> Result<Outcome, Outcome> {
                     against.as_ref(),
                     provenance,
                     args.limit,
+                    &[],
                 ),
                 Some(old_dir) => since(
                     args,

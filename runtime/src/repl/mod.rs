@@ -366,7 +366,7 @@ fn whatif(w: &mut Warm, file: &str) -> Result<(), Error> {
         .change(files, |w, ch| {
             let v = if ch.findings.is_empty() {
                 // the gate's whole report, as `netc verify INTENT` prints it
-                match w.verify(3) {
+                match crate::serve::record::verify(w, 3) {
                     Ok(r) if r.violated() => format!("violated\n{}", r.human()),
                     Ok(r) => format!("proven\n{}", r.human()),
                     Err(e) => format!("not run ({e})"),

@@ -28,7 +28,7 @@ use crate::store::{IntentFact, NewGeneration, Store};
 use netc_verify::artifacts::{Artifacts, Row};
 use netc_verify::plan::migration::Phases;
 use netc_verify::policy::{Facts, Policy};
-use netc_verify::report::Report;
+use netc_verify::report::{Report, Waiver};
 use netc_verify::{Input, Provenance};
 use std::path::{Path, PathBuf};
 
@@ -122,6 +122,7 @@ pub fn gate(
     provenance: Option<&dyn Provenance>,
     keep: &Path,
     limit: usize,
+    accept: &[Waiver],
 ) -> Result<Gate, GateError> {
     let dir = keep.join(format!("candidate-{}", content_id(gen)));
     // a state directory made only to hold a set that is not kept goes again
@@ -150,7 +151,7 @@ pub fn gate(
                 &from_facts
             }
         };
-        let report = verify_loaded(&artifacts, &policy, old.as_ref(), provenance, limit)?;
+        let report = verify_loaded(&artifacts, &policy, old.as_ref(), provenance, limit, accept)?;
         let phases = Phases::plan(old.as_ref().unwrap_or(&Artifacts::default()), &artifacts);
         Ok((report, phases))
     })();
@@ -211,6 +212,7 @@ pub fn verify_loaded(
     against: Option<&Artifacts>,
     provenance: &dyn Provenance,
     limit: usize,
+    accept: &[Waiver],
 ) -> Result<Report, GateError> {
     netc_verify::verify(&Input {
         artifacts,
@@ -218,6 +220,7 @@ pub fn verify_loaded(
         against,
         provenance,
         limit,
+        accept,
     })
     .map_err(GateError::Model)
 }

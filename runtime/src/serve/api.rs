@@ -11,18 +11,17 @@
 //! `rollout::verdict` against the last generation), so `--server` prints
 //! what the local commands print.
 
+use super::candidate::{base_outputs, candidate_from, verdict_of, waivers_of, Candidate};
 use super::deltas::{DeltaLog, Since};
 use super::devices::{self, Devices, Rolled};
 use super::log::Log;
 use super::pattern::{self, Pattern};
-use super::record;
 use super::warm::{text as value_text, Change, DeviceDelta, IntentText, Warm};
 use crate::commands::staged::changes_json;
-use crate::rollout::entries::{self, DeviceChange};
-use crate::store::{DeviceOutput, NewGeneration, Store, Verdict};
+use crate::store::{DeviceOutput, NewGeneration, Store};
+use netc_verify::report::Waiver;
 use serde_json::{json, Value as Json};
-use std::collections::BTreeMap;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -89,7 +88,7 @@ impl ApiError {
     }
 }
 
-fn internal(e: impl std::fmt::Display) -> ApiError {
+pub(super) fn internal(e: impl std::fmt::Display) -> ApiError {
     ApiError::new(500, "internal", e.to_string())
 }
 
@@ -326,40 +325,6 @@ fn deltas(shared: &Shared, query: &str) -> Reply {
     }
 }
 
-/// What a plan or an apply found about a candidate state (computed while the
-/// session holds it).
-struct Candidate {
-    gen: NewGeneration,
-    report: Option<Json>,
-    /// The report as `netc plan`/`netc apply` print it.
-    report_text: Option<String>,
-    violated: bool,
-    verify_error: Option<String>,
-    /// Per device, the entries added and removed against the base generation.
-    devices: BTreeMap<String, DeviceChange>,
-}
-
-impl Candidate {
-    /// Why `netc apply` would refuse it (a violation, or artifacts the
-    /// verifier cannot check), when the verifier ran.
-    fn refused(&self, ran: bool) -> Option<String> {
-        match (ran, &self.verify_error) {
-            (false, _) => None,
-            _ if self.violated => Some("the verifier found a violation".into()),
-            (true, Some(e)) => Some(format!("the verifier cannot check these artifacts: {e}")),
-            _ => None,
-        }
-    }
-}
-
-fn verdict_of(c: &Candidate, ran: bool) -> Verdict {
-    match (ran, &c.report) {
-        (false, _) | (_, None) => Verdict::NotRun,
-        (true, Some(_)) if c.violated => Verdict::Violated,
-        _ => Verdict::Proven,
-    }
-}
-
 fn flag(body: &Json, key: &str, default: bool) -> Result<bool, ApiError> {
     match body.get(key) {
         None => Ok(default),
@@ -371,6 +336,7 @@ fn flag(body: &Json, key: &str, default: bool) -> Result<bool, ApiError> {
 
 fn plan(shared: &Shared, body: &Json) -> Reply {
     let run_verifier = flag(body, "verify", true)?;
+    let waivers = waivers_of(body)?;
     let mut guard = current(shared)?;
     let d = &mut *guard;
     let files = intent_of(body)?.unwrap_or_else(|| d.warm.files().to_vec());
@@ -383,7 +349,7 @@ fn plan(shared: &Shared, body: &Json) -> Reply {
             }
             (
                 false,
-                candidate_from(w, ch, outputs, store, base, run_verifier),
+                candidate_from(w, ch, outputs, store, base, run_verifier, &waivers),
             )
         })
         .map_err(warm_error)?;
@@ -401,68 +367,9 @@ fn plan(shared: &Shared, body: &Json) -> Reply {
     }))
 }
 
-/// The outputs the devices hold at `base` (none before the first generation).
-fn base_outputs(outputs: &[DeviceOutput], base: i64) -> &[DeviceOutput] {
-    if base > 0 {
-        outputs
-    } else {
-        &[]
-    }
-}
-
-/// The session's new state as a candidate generation, diffed and verified
-/// as `netc plan` does (`rollout::verdict`, AFF-2 against `base`).
-fn candidate_from(
-    w: &Warm,
-    change: &Change,
-    outputs: &[DeviceOutput],
-    store: &Store,
-    base: i64,
-    run_verifier: bool,
-) -> Result<Candidate, ApiError> {
-    let touched: BTreeSet<String> = change.devices.iter().map(|x| x.device.clone()).collect();
-    let previous = (!change.full).then_some((outputs, &touched));
-    let gen = record::generation(w, previous).map_err(internal)?;
-    let devices = entries::changes(base_outputs(outputs, base), &gen.outputs);
-    let (mut report, mut report_text, mut violated, mut verify_error) = (None, None, false, None);
-    if run_verifier {
-        // the gate, as `netc plan` runs it: AFF-2/PLAN-1 against `base`
-        let against = (base > 0).then_some(crate::rollout::verdict::Against::Stored(store, base));
-        let state =
-            std::fs::canonicalize(store.dir()).unwrap_or_else(|_| store.dir().to_path_buf());
-        let names: Vec<String> = w.files().iter().map(|f| f.name.clone()).collect();
-        let provenance =
-            crate::rollout::provenance::IntentProvenance::new(w.sources(), w.plan(), &names);
-        let result = crate::rollout::verdict::gate(
-            &gen,
-            against,
-            Some(&provenance),
-            &crate::rollout::verdict::keep_dir(&state),
-            3,
-        );
-        match result {
-            Ok(g) => {
-                violated = g.report.violated();
-                report = serde_json::from_str(&g.report.json()).ok();
-                report_text = Some(g.report.human());
-            }
-            Err(e) => verify_error = Some(e.to_string()),
-        }
-    }
-    Ok(Candidate {
-        gen,
-        report,
-        report_text,
-        violated,
-        verify_error,
-        devices,
-    })
-}
-
 /// Per device, the artifact files a change rewrites (`changed`), adds or
 /// deletes: what a consumer re-pushes.
 fn file_changes(old: &[DeviceOutput], new: &[DeviceOutput]) -> Json {
-    use std::collections::BTreeMap;
     let index = |v: &[DeviceOutput]| -> BTreeMap<(String, String), String> {
         v.iter()
             .map(|o| {
@@ -533,6 +440,13 @@ fn apply(shared: &Shared, body: &Json) -> Reply {
         .and_then(Json::as_str)
         .unwrap_or("netc serve")
         .to_string();
+    let waivers = waivers_of(body)?
+        .into_iter()
+        .map(|w| Waiver {
+            actor: actor.clone(),
+            ..w
+        })
+        .collect::<Vec<_>>();
     let mut guard = current(shared)?;
     let d = &mut *guard;
     let files = intent_of(body)?.ok_or_else(|| {
@@ -578,6 +492,7 @@ fn apply(shared: &Shared, body: &Json) -> Reply {
                 force,
                 &actor,
                 &note,
+                &waivers,
             ) {
                 Ok(a) => (true, Ok(a)),
                 Err(e) => (false, Err(e)),
@@ -651,8 +566,9 @@ fn accept(
     force: bool,
     actor: &str,
     note: &str,
+    waivers: &[Waiver],
 ) -> Result<Applied, ApiError> {
-    let cand = candidate_from(w, ch, outputs, store, base, run_verifier)?;
+    let cand = candidate_from(w, ch, outputs, store, base, run_verifier, waivers)?;
     let refused = cand.refused(run_verifier);
     if let (Some(why), false) = (&refused, force) {
         return Err(ApiError::new(
@@ -677,7 +593,11 @@ fn accept(
     gen.forced = force && refused.is_some();
     gen.actor = actor.to_string();
     gen.command = "netc serve: POST /v1/apply".into();
-    gen.note = note.to_string();
+    gen.note = [note, cand.accepted.as_str()]
+        .into_iter()
+        .filter(|n| !n.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ");
     let previous = base_outputs(outputs, base);
     let rolled = match devices::inventory(&shared.devices, store, w)? {
         Some(inv) => Some(devices::roll(
@@ -728,7 +648,7 @@ fn verify(shared: &Shared) -> Reply {
         )
         .detail(json!({ "findings": findings })));
     }
-    match d.warm.verify(3) {
+    match super::record::verify(&d.warm, 3) {
         Ok(r) => Ok(json!({
             "generation": d.generation,
             "verdict": if r.violated() { "violated" } else { "proven" },

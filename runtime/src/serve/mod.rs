@@ -4,6 +4,7 @@
 //! - `http.rs`: HTTP/1.1 (tiny_http), bearer-token auth, body limits, JSON,
 //!   the version check, one log line per request (`log.rs`, `--json`);
 //! - `api.rs`: the endpoints (specs/serve.md) over the shared [`api::Daemon`];
+//!   `candidate.rs`: a plan's or an apply's candidate state through the gate;
 //! - `devices.rs`: where an apply is pushed (inventory, the local lab, or
 //!   nowhere with `--no-push`) and the rollout with put-back;
 //! - `warm.rs`: the session — intent compiled once, each change committed
@@ -27,6 +28,7 @@ pub mod record;
 pub mod devices;
 pub mod log;
 pub mod api;
+pub mod candidate;
 pub mod http;
 pub mod client;
 

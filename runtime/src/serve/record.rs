@@ -10,7 +10,10 @@
 //! - [`recover`] rebuilds the session from the last committed generation's
 //!   intent texts, so a daemon killed at any point comes back with the state
 //!   the store says was applied (a generation is committed in one SQLite
-//!   transaction: wholly there or wholly absent).
+//!   transaction: wholly there or wholly absent);
+//! - [`verify`] puts the session's current state (asserted facts included)
+//!   through the gate `netc verify INTENT` runs (`rollout::verdict::gate`):
+//!   the daemon's `/v1/verify` and the REPL's `:whatif` report the same.
 
 use super::warm::{IntentText, Warm, WarmError};
 use crate::intent;
@@ -122,4 +125,37 @@ pub fn generation(
         relations,
         ..NewGeneration::default()
     })
+}
+
+/// Verifies the session's current artifacts through the gate
+/// (`rollout::verdict::gate`, as `netc verify INTENT` does) against the
+/// intent's policy, asserted facts included. `Err` is a message: the
+/// artifacts could not be rendered, written or modelled.
+pub fn verify(w: &Warm, limit: usize) -> Result<netc_verify::report::Report, String> {
+    let mut gen = generation(w, None).map_err(|e| e.to_string())?;
+    // the files' facts in their order, less those retracted at the
+    // prompt, then those asserted there
+    let mut now: Vec<crate::store::IntentFact> = w
+        .verifier_facts()
+        .into_iter()
+        .flat_map(|(relation, rows)| {
+            rows.into_iter().map(move |r| crate::store::IntentFact {
+                relation: relation.clone(),
+                row: r.vals.join("\t"),
+                at: r.at,
+            })
+        })
+        .collect();
+    let key = |f: &crate::store::IntentFact| (f.relation.clone(), f.row.clone());
+    let held: BTreeSet<(String, String)> = now.iter().map(key).collect();
+    gen.facts.retain(|f| held.contains(&key(f)));
+    let from_files: BTreeSet<(String, String)> = gen.facts.iter().map(key).collect();
+    now.retain(|f| !from_files.contains(&key(f)));
+    gen.facts.extend(now);
+    let names: Vec<String> = w.files().iter().map(|f| f.name.clone()).collect();
+    let provenance =
+        crate::rollout::provenance::IntentProvenance::new(w.sources(), w.plan(), &names);
+    crate::rollout::verdict::gate(&gen, None, Some(&provenance), w.verified_dir(), limit, &[])
+        .map(|g| g.report)
+        .map_err(|e| e.to_string())
 }

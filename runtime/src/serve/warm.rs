@@ -542,37 +542,9 @@ impl Warm {
         self.plan.relation_id("vip_placement") == Some(rel) && self.placed.contains(row)
     }
 
-    /// Verifies the current state's artifacts through the gate
-    /// (`rollout::verdict::gate`, as `netc verify INTENT` does) against the
-    /// intent's policy, asserted facts included. `Err` is a message: the
-    /// artifacts could not be rendered, written or modelled.
-    pub fn verify(&self, limit: usize) -> Result<netc_verify::report::Report, String> {
-        let mut gen = super::record::generation(self, None).map_err(|e| e.to_string())?;
-        // the files' facts in their order, less those retracted at the
-        // prompt, then those asserted there
-        let mut now: Vec<crate::store::IntentFact> = self
-            .verifier_facts()
-            .into_iter()
-            .flat_map(|(relation, rows)| {
-                rows.into_iter().map(move |r| crate::store::IntentFact {
-                    relation: relation.clone(),
-                    row: r.vals.join("\t"),
-                    at: r.at,
-                })
-            })
-            .collect();
-        let key = |f: &crate::store::IntentFact| (f.relation.clone(), f.row.clone());
-        let held: BTreeSet<(String, String)> = now.iter().map(key).collect();
-        gen.facts.retain(|f| held.contains(&key(f)));
-        let from_files: BTreeSet<(String, String)> = gen.facts.iter().map(key).collect();
-        now.retain(|f| !from_files.contains(&key(f)));
-        gen.facts.extend(now);
-        let names: Vec<String> = self.files.iter().map(|f| f.name.clone()).collect();
-        let provenance =
-            crate::rollout::provenance::IntentProvenance::new(&self.sources, &self.plan, &names);
-        crate::rollout::verdict::gate(&gen, None, Some(&provenance), &self.verified, limit)
-            .map(|g| g.report)
-            .map_err(|e| e.to_string())
+    /// Where verification keeps the artifact sets its reports cite.
+    pub fn verified_dir(&self) -> &Path {
+        &self.verified
     }
 
     /// The intent facts as the verifier reads them (values as text, `file:line:col`).

@@ -260,6 +260,7 @@ impl Verifier {
             against,
             provenance,
             limit: self.limit,
+            accept: &[],
         };
         let mut tables = self.tables.findings();
         tables.aff2 = against.map(|old| crate::tables::aff2(old, &self.artifacts));

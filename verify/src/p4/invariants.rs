@@ -268,6 +268,7 @@ fn counterexample(
     cites.extend(facts.iter().cloned());
     Counterexample {
         invariant: inv.into(),
+        key: None,
         summary: format!("{summary} (e.g. {})", show(p)),
         packet: Some(super::frame::packet(&sw.name, p)),
         paths: vec![crate::report::PathCx {

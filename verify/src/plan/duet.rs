@@ -63,6 +63,7 @@ fn smux_holds(a: &Artifacts) -> BTreeMap<u32, String> {
 pub(super) fn cx(summary: String, cites: Vec<String>) -> Counterexample {
     Counterexample {
         invariant: "PLAN-1".into(),
+        key: None,
         summary,
         packet: None,
         paths: Vec::new(),

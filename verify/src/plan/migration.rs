@@ -652,6 +652,7 @@ fn violation(
         against: None,
         provenance: &NoProvenance,
         limit: 1,
+        accept: &[],
     };
     let mut cites = Vec::new();
     for o in net.trace(from, single, true) {
