@@ -9,7 +9,7 @@ Rule by rule (after expanding `(a ; b)` into one rule per alternative):
   any computed term     -> a fresh variable E and `E = @eK(V1, ..)`: the
                            expression is evaluated in Python (values.py), with
                            netc's arithmetic; no row when it is undefined
-  contains(p, x)        -> @eK(P, X) = 1   (negated: = 0)
+  contains(p, x), match(re, s) -> @eK(..) = 1   (negated: = 0)
   a comparison with a float literal -> @eK(L, R) = 1 (floats are opaque terms)
   n = count : { B }     -> V_n = #count{ all variables of B : B }: both count the
                            distinct bindings of B's variables (netc folds the

@@ -22,6 +22,8 @@ to_string is the value's text form as netc prints it.
 
 from __future__ import annotations
 
+import re
+
 import zlib
 from dataclasses import dataclass
 
@@ -259,6 +261,16 @@ def _contains(p, x) -> int:
     return 0
 
 
+def _match(pattern, s) -> int:
+    """match(re, s): the whole of s matches re (std::regex_match); an invalid pattern matches nothing."""
+    if not isinstance(pattern, str) or not isinstance(s, str):
+        return 0
+    try:
+        return int(re.fullmatch(pattern, s) is not None)
+    except re.error:
+        return 0
+
+
 def _nth_addr(p, n):
     if not isinstance(p, Prefix4) or not isinstance(n, int) or n < 0 or n >= 2 ** (32 - p.length):
         raise Undefined("nth_addr out of range")
@@ -304,6 +316,7 @@ FUNCTORS = {
     "to_string": lambda x: to_text(x),
     "strlen": lambda s: len(s),
     "contains": _contains,
+    "match": _match,
     "prefix_len": lambda p: p.length if isinstance(p, Prefix4) else _undefined("prefix_len of a non-prefix"),
     "network": lambda p: Ipv4(p.a),
     "broadcast": lambda p: Ipv4(p.a | (~_mask4(p.length) & 0xFFFFFFFF)),

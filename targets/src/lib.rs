@@ -37,6 +37,18 @@ pub struct Artifact {
     pub contents: String,
 }
 
+/// Whether `name` can name a device's artifact files: letters, digits, `.`,
+/// `_`, `-`, starting with a letter or digit, at most 64 characters — what
+/// rules/validate.ndl's `error_bad_name` admits, so no name is a path.
+pub fn safe_name(name: &str) -> bool {
+    let b = name.as_bytes();
+    !b.is_empty()
+        && b.len() <= 64
+        && b[0].is_ascii_alphanumeric()
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || b"._-".contains(c))
+}
+
 /// Why a device's rows could not be rendered.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{target} target, device `{device}`: {message}")]
@@ -122,6 +134,14 @@ pub fn sort_groups(out: &mut BTreeMap<String, DeviceRows>) {
 
 /// Renders every device with every target that consumes some of its rows.
 pub fn render_all(devices: &BTreeMap<String, DeviceRows>) -> Result<Vec<Artifact>, RenderError> {
+    // a device's name is its artifacts' file name: never a path
+    if let Some(bad) = devices.keys().find(|d| !safe_name(d)) {
+        return Err(RenderError {
+            target: "every",
+            device: bad.chars().take(80).collect(),
+            message: "a device name must be letters, digits, '.', '_' or '-', start with a letter or digit, and be at most 64 characters (it names the device's artifact files)".into(),
+        });
+    }
     let mut artifacts = Vec::new();
     for r in renderers() {
         for (device, rows) in devices {

@@ -559,7 +559,8 @@ fn render_devices(job: &Job, dir: &Path, clock: &mut PartClock, abandon: &Atomic
         let result = rendered.map_err(ArtifactError::from).and_then(|files| {
             clock.time("write", "artifacts: write files", || {
                 for a in &files {
-                    let path = dir.join(&a.path);
+                    // a device's name is its files' name: never a path out of `dir`
+                    let path = crate::io::contained::join(dir, &a.path.to_string_lossy())?;
                     if let Some(parent) = path.parent() {
                         if made.as_deref() != Some(parent) {
                             std::fs::create_dir_all(parent)?;

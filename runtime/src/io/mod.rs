@@ -3,12 +3,15 @@
 //! - [`facts`] reads `.input` relations: tab-separated `R.facts` files (or
 //!   the directive's `filename=`/`delimiter=`), and JSON-lines (`IO=jsonl`).
 //! - [`csv`] writes `.output` relations as sorted delimiter-separated rows.
+//! - [`contained`] joins an artifact path under its root, refusing any that
+//!   would leave it.
 //! - [`updates`] reads a script of transactions (`+R(..).`, `-R(..).`,
 //!   `commit.`) and prints a commit's changes in the same notation.
 //!
 //! Every error names the file, line and column, what was expected and a
 //! hint; nothing here panics on bad input.
 
+pub mod contained;
 pub mod csv;
 pub mod facts;
 pub mod updates;

@@ -106,10 +106,13 @@ pub fn device_output(a: netc_targets::Artifact) -> DeviceOutput {
 pub fn write_dir(g: &NewGeneration, dir: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dir.join("relations"))?;
     for (name, text) in &g.relations {
-        std::fs::write(dir.join("relations").join(format!("{name}.csv")), text)?;
+        std::fs::write(
+            crate::io::contained::join(dir, &format!("relations/{name}.csv"))?,
+            text,
+        )?;
     }
     for o in &g.outputs {
-        let p = dir.join(&o.path);
+        let p = crate::io::contained::join(dir, &o.path)?;
         if let Some(parent) = p.parent() {
             std::fs::create_dir_all(parent)?;
         }

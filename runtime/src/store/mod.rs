@@ -419,11 +419,14 @@ impl Store {
             source,
         };
         std::fs::create_dir_all(dir.join("relations")).map_err(io)?;
+        // a stored name is data: it is joined only if it stays under `dir`
         for (name, text) in self.relation_files(id)? {
-            std::fs::write(dir.join("relations").join(format!("{name}.csv")), text).map_err(io)?;
+            let p =
+                crate::io::contained::join(dir, &format!("relations/{name}.csv")).map_err(io)?;
+            std::fs::write(p, text).map_err(io)?;
         }
         for o in self.device_outputs(id)? {
-            let p = dir.join(&o.path);
+            let p = crate::io::contained::join(dir, &o.path).map_err(io)?;
             if let Some(parent) = p.parent() {
                 std::fs::create_dir_all(parent).map_err(io)?;
             }
