@@ -24,15 +24,13 @@ import json
 import os
 import re
 import shutil
-import signal
 import sqlite3
 import subprocess
-import time
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from test_serve import Daemon as ServeDaemon
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted(p.name for p in (REPO / "examples").iterdir() if (p / "intent.ndl").is_file())
@@ -113,45 +111,15 @@ def cited_files(report: dict) -> list[str]:
     return sorted(set(found))
 
 
-class Daemon:
+class Daemon(ServeDaemon):
+    """`netc serve --no-push` (test_serve.py's, stopped by its pid), with the rules under test."""
+
     def __init__(self, netc: str, state: Path, rules: Path | None, intent: Path, cwd: Path):
-        self.log = state.parent / f"serve-{time.monotonic_ns()}.log"
-        args = [netc, "serve", "--no-push", "--listen", "127.0.0.1:0", "--state", str(state)]
-        if rules is not None:
-            args += ["--rules", str(rules)]
-        self.proc = subprocess.Popen([*args, str(intent)], stdout=subprocess.DEVNULL, stderr=open(self.log, "w"), cwd=cwd)
-        self.url = None
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            m = re.search(r"listening on (http://[0-9.:]+)", self.log.read_text())
-            if m:
-                self.url = m.group(1)
-                break
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.1)
-        if self.url is None:
-            self.stop()
-            pytest.fail(f"netc serve did not start:\n{self.log.read_text()}")
-        self.token = (state / "serve.token").read_text().strip()
+        extra = ("--rules", str(rules)) if rules is not None else ()
+        super().__init__(netc, state, intent, extra=extra, cwd=cwd)
 
     def post(self, path: str, body: dict) -> tuple[int, dict]:
-        req = urllib.request.Request(self.url + path, method="POST", data=json.dumps(body).encode())
-        req.add_header("Authorization", f"Bearer {self.token}")
-        try:
-            with urllib.request.urlopen(req, timeout=300) as r:
-                return r.status, json.loads(r.read())
-        except urllib.error.HTTPError as e:
-            return e.code, json.loads(e.read())
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.kill(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(timeout=30)
+        return self.call("POST", path, body, timeout=300)
 
 
 @pytest.mark.parametrize(("example", "fault"), CASES, ids=IDS)
@@ -421,17 +389,21 @@ def test_rollback_restores_the_labs_topology(netc_bin: str, tmp_path: Path) -> N
         run(netc_bin, "lab", "stop", "--state", str(state), cwd=tmp_path)
 
 
+# a VM joining quickstart's VIP as a third DIP
+NEW_DIP = (
+    'vm("acme", "web3", 02:00:00:00:01:05, 10.1.1.13, "h2").\n'
+    'vm_port("h2", "acme", "web3", 11).\n'
+    'dip_pool(203.0.113.10, 6, 80, "acme", "web3", 8080, 1).\n'
+)
+
+
 def test_a_routine_dip_addition_and_its_rollback_need_no_force(netc_bin: str, tmp_path: Path) -> None:
     """Adding a DIP to quickstart's VIP remaps flows on the stateless HMux
     (agg1): AFF-2 names the endpoint; `--accept AFF-2:KEY --reason` accepts
     exactly that, for this change, recorded with who and why — no --force.
     The software Mux keeps its connections and is not flagged."""
     base = (REPO / "examples" / "quickstart" / "intent.ndl").read_text()
-    more = base + (
-        'vm("acme", "web3", 02:00:00:00:01:05, 10.1.1.13, "h2").\n'
-        'vm_port("h2", "acme", "web3", 11).\n'
-        'dip_pool(203.0.113.10, 6, 80, "acme", "web3", 8080, 1).\n'
-    )
+    more = base + NEW_DIP
     state, inventory, intent = tmp_path / "st", tmp_path / "none.toml", tmp_path / "intent.ndl"
     inventory.write_text("# no device is reached\n")
     common = ["--state", str(state), "--inventory", str(inventory)]
@@ -480,11 +452,7 @@ def test_a_routine_dip_addition_and_its_rollback_need_no_force(netc_bin: str, tm
 
 def test_the_daemon_takes_the_same_waivers(netc_bin: str, tmp_path: Path) -> None:
     base = (REPO / "examples" / "quickstart" / "intent.ndl").read_text()
-    more = base + (
-        'vm("acme", "web3", 02:00:00:00:01:05, 10.1.1.13, "h2").\n'
-        'vm_port("h2", "acme", "web3", 11).\n'
-        'dip_pool(203.0.113.10, 6, 80, "acme", "web3", 8080, 1).\n'
-    )
+    more = base + NEW_DIP
     state, inventory, intent = tmp_path / "st", tmp_path / "none.toml", tmp_path / "intent.ndl"
     inventory.write_text("# no device is reached\n")
     intent.write_text(base)

@@ -11,7 +11,11 @@ verifier (`plan`, `verify --against GEN`): exit 2, nothing written outside.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sqlite3
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -70,3 +74,36 @@ def test_the_escape_would_have_landed_where_the_test_looks(tmp_path: Path) -> No
     work = tmp_path / "a" / "b" / "c"
     assert (work / "out" / "ovs" / "../../../escaped/EVIL.flows").resolve().is_relative_to(tmp_path)
     assert (work / "st" / "verified" / "gen-1" / "../../../../escaped/EVIL.flows").resolve().is_relative_to(tmp_path)
+
+
+def test_state_is_private_and_a_readable_token_is_named(netc_bin: str, tmp_path: Path) -> None:
+    """The store holds every device's configuration: a state directory netc
+    makes is 0700, its database 0600; a token file others can read is
+    accepted with a warning that names it."""
+    state, inventory = tmp_path / "st", tmp_path / "none.toml"
+    inventory.write_text("# no device is reached\n")
+    intent = REPO / "examples" / "quickstart" / "intent.ndl"
+    r = run(netc_bin, "apply", "--state", str(state), "--inventory", str(inventory), str(intent), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert state.stat().st_mode & 0o777 == 0o700
+    for f in state.glob("state.db*"):
+        assert f.stat().st_mode & 0o077 == 0, (f, oct(f.stat().st_mode))
+    token = tmp_path / "token"
+    token.write_text("a-shared-secret\n")
+    token.chmod(0o644)
+    log = tmp_path / "serve.log"
+    with open(log, "w") as err:
+        proc = subprocess.Popen(
+            [netc_bin, "serve", "--no-push", "--listen", "127.0.0.1:0", "--state", str(state), "--token-file", str(token)],
+            stdout=subprocess.DEVNULL, stderr=err, cwd=tmp_path,
+        )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and "listening on" not in log.read_text() and proc.poll() is None:
+            time.sleep(0.1)
+        assert "listening on" in log.read_text(), log.read_text()
+        assert f"token file `{token}` is readable by others (mode 644)" in log.read_text(), log.read_text()
+    finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=30)

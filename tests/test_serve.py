@@ -58,14 +58,15 @@ class OwnedProcess:
 
 
 class Daemon(OwnedProcess):
-    def __init__(self, netc: str, state: Path, *intent: Path):
+    def __init__(self, netc: str, state: Path, *intent: Path, extra: tuple[str, ...] = (), cwd: Path | None = None):
         self.state = state
         self.log = state.parent / f"serve-{time.monotonic_ns()}.log"
         self.proc = subprocess.Popen(
             # --no-push: these tests are about the session and the API; pushing is test_apply_server.py's
-            [netc, "serve", "--no-push", "--listen", "127.0.0.1:0", "--state", str(state), *map(str, intent)],
+            [netc, "serve", "--no-push", "--listen", "127.0.0.1:0", "--state", str(state), *extra, *map(str, intent)],
             stdout=subprocess.DEVNULL,
             stderr=open(self.log, "w"),
+            cwd=cwd,
         )
         deadline = time.monotonic() + 90
         self.url = None

@@ -176,7 +176,20 @@ fn store_error(e: crate::store::StoreError) -> Outcome {
 /// (32 random bytes, hex, mode 0600) when it does not exist.
 fn token(path: &Path, given: bool, json: bool) -> Result<String, Outcome> {
     match std::fs::read_to_string(path) {
-        Ok(t) if !t.trim().is_empty() => return Ok(t.trim().to_string()),
+        Ok(t) if !t.trim().is_empty() => {
+            #[cfg(unix)]
+            if let Ok(m) = std::fs::metadata(path) {
+                let mode = std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o777;
+                if mode & 0o077 != 0 {
+                    eprintln!(
+                        "warning: the token file `{}` is readable by others (mode {mode:o}): anyone who reads it can apply; `chmod 600 {}`",
+                        path.display(),
+                        path.display()
+                    );
+                }
+            }
+            return Ok(t.trim().to_string());
+        }
         Ok(_) => {
             return Err(Outcome::InputError(
                 format!("the token file `{}` is empty", path.display()),

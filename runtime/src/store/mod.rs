@@ -213,6 +213,29 @@ pub struct Journal {
     pub command: String,
 }
 
+/// Sets `path`'s mode to `mode` when this user owns it and it is wider;
+/// a path another user owns is left as it is, with a warning.
+fn restrict(path: &Path, mode: u32) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let Ok(meta) = std::fs::metadata(path) else {
+            return;
+        };
+        if meta.mode() & 0o777 & !mode == 0 {
+            return;
+        }
+        let set = std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode));
+        if let Err(e) = set {
+            eprintln!(
+                "warning: `{}` is readable by others (mode {:o}) and cannot be restricted: {e}",
+                path.display(),
+                meta.mode() & 0o777
+            );
+        }
+    }
+}
+
 /// An open state directory.
 pub struct Store {
     conn: Connection,
@@ -224,11 +247,21 @@ impl Store {
     /// Opens the store in `dir`, creating the directory and the database if
     /// they do not exist.
     pub fn open(dir: &Path) -> Result<Store, StoreError> {
+        let made = !dir.exists();
         std::fs::create_dir_all(dir).map_err(|source| StoreError::Io {
             dir: dir.to_path_buf(),
             source,
         })?;
-        Store::open_file(dir)
+        // the store holds every device's configuration and the daemon's
+        // token: a directory made here is 0700 before anything is written in
+        // it (one the user gave is theirs to set), the database file 0600
+        // (SQLite gives its -wal and -shm files the database's mode)
+        if made {
+            restrict(dir, 0o700);
+        }
+        let store = Store::open_file(dir)?;
+        restrict(&store.path, 0o600);
+        Ok(store)
     }
 
     /// Opens an existing store; [`StoreError::NoState`] when there is none.
