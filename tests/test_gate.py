@@ -472,3 +472,20 @@ def test_the_daemon_takes_the_same_waivers(netc_bin: str, tmp_path: Path) -> Non
         assert status == 400 and "reason" in body["error"]["message"], body
     finally:
         d.stop()
+
+
+def test_who_applied_is_recorded_without_user(netc_bin: str, tmp_path: Path) -> None:
+    """A generation records the login name of whoever applied it, also where
+    `USER` and `LOGNAME` are unset (a service, a container)."""
+    import pwd
+
+    state, inventory = tmp_path / "st", tmp_path / "none.toml"
+    inventory.write_text("# no device is reached\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("USER", "LOGNAME")}
+    r = subprocess.run(
+        [netc_bin, "apply", "--state", str(state), "--inventory", str(inventory), str(REPO / "examples" / "quickstart" / "intent.ndl")],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path, env=env,
+    )
+    assert r.returncode == 0, r.stderr
+    actor = sqlite3.connect(state / "state.db").execute("SELECT actor FROM generation").fetchone()[0]
+    assert actor == pwd.getpwuid(os.geteuid()).pw_name != "unknown", actor

@@ -286,11 +286,34 @@ pub fn report_json(s: &Staged) -> serde_json::Value {
         .unwrap_or(serde_json::Value::Null)
 }
 
-/// Who runs this: `$USER` or `unknown`.
+/// Who runs this: `$USER`, `$LOGNAME`, else the login name of the user
+/// the process runs as (`unknown` only when there is none).
 pub fn actor() -> String {
     std::env::var("USER")
         .or_else(|_| std::env::var("LOGNAME"))
-        .unwrap_or_else(|_| "unknown".into())
+        .ok()
+        .filter(|u| !u.is_empty())
+        .or_else(login_name)
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// The name of the user this process runs as, from the password database
+/// (a service or a container often has no `USER`).
+fn login_name() -> Option<String> {
+    // SAFETY: getpwuid returns null or a pointer to a static record whose
+    // pw_name is a NUL-terminated string; it is copied out at once, and
+    // nothing else in netc reads the password database (no other call can
+    // overwrite the record meanwhile).
+    unsafe {
+        let pw = libc::getpwuid(libc::geteuid());
+        if pw.is_null() || (*pw).pw_name.is_null() {
+            return None;
+        }
+        std::ffi::CStr::from_ptr((*pw).pw_name)
+            .to_str()
+            .ok()
+            .map(str::to_string)
+    }
 }
 
 /// The command line, for the record.
