@@ -78,7 +78,8 @@ def test_whatif_reports_and_leaves_state_unchanged(netc_bin, tmp_path):
     local = tmp_path / "orig.ndl"
     shutil.copy(QUICKSTART, local)
     q = '?- ovs_flow("h2", T, P, M, A, C).'
-    r = repl(netc_bin, [q, f":whatif {changed}", q], local)
+    # the verdict's cited artifacts are kept under the state directory: the test's own
+    r = repl(netc_bin, [q, f":whatif {changed}", q], local, state=tmp_path / "st")
     assert r.returncode == 0, r.stderr
     assert "verdict: " in r.stdout and "nothing applied" in r.stdout
     assert re.search(r"^h2: \+\d+ -\d+$", r.stdout, re.M)
