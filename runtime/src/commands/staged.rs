@@ -54,8 +54,6 @@ pub struct Staged {
     pub evaluated: Option<EvaluatedIntent>,
     /// The rollout order PLAN-1 checked (none when the verifier could not run).
     pub phases: Option<netc_verify::plan::migration::Phases>,
-    /// The artifact sets the report cites, kept under the state directory.
-    pub kept: Vec<PathBuf>,
 }
 
 impl Staged {
@@ -215,9 +213,9 @@ pub fn stage(
         3,
         accept,
     );
-    let (report, phases, verify_error, kept) = match result {
-        Ok(g) => (Some(g.report), Some(g.phases), None, g.kept),
-        Err(e) => (None, None, Some(e.to_string()), Vec::new()),
+    let (report, phases, verify_error) = match result {
+        Ok(g) => (Some(g.report), Some(g.phases), None),
+        Err(e) => (None, None, Some(e.to_string())),
     };
     Ok(Staged {
         gen,
@@ -228,7 +226,6 @@ pub fn stage(
         verify_error,
         evaluated: None,
         phases,
-        kept,
     })
 }
 

@@ -138,7 +138,7 @@ fn run_inner(args: &VerifyArgs) -> Result<Outcome, Outcome> {
         Some(id) => Some((open_store(&state, id)?, id)),
         None => None,
     };
-    let (report, _kept) = match (args.artifacts, &ev, &provenance) {
+    let report = match (args.artifacts, &ev, &provenance) {
         // the gate, exactly as `plan`/`apply` run it
         (None, Some(ev), Some(prov)) => {
             let gen = candidate::build(args.intent, ev).map_err(|e| {
@@ -149,9 +149,9 @@ fn run_inner(args: &VerifyArgs) -> Result<Outcome, Outcome> {
                 (None, Some(d)) => Some(Against::Dir(d)),
                 (None, None) => None,
             };
-            let g = verdict::gate(&gen, against, Some(prov), &keep, args.limit, &[])
-                .map_err(gate_err)?;
-            (g.report, g.kept)
+            verdict::gate(&gen, against, Some(prov), &keep, args.limit, &[])
+                .map_err(gate_err)?
+                .report
         }
         (Some(dir), _, _) => {
             let artifacts = load(dir)?;
@@ -192,8 +192,8 @@ fn run_inner(args: &VerifyArgs) -> Result<Outcome, Outcome> {
                     against.as_ref(),
                 ),
             };
-            let kept = verdict::keep_cited(report.as_ref().ok(), written, &keep);
-            (report.map_err(gate_err)?, kept)
+            verdict::keep_cited(report.as_ref().ok(), written, &keep);
+            report.map_err(gate_err)?
         }
         (None, _, _) => unreachable!("checked above"),
     };

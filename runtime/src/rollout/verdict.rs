@@ -53,8 +53,6 @@ pub struct Gate {
     pub report: Report,
     /// The rollout order PLAN-1 checked (from empty without a base).
     pub phases: Phases,
-    /// The artifact sets the report cites, kept after the command.
-    pub kept: Vec<PathBuf>,
 }
 
 /// Why the gate could not decide: an artifact set that could not be
@@ -160,11 +158,7 @@ pub fn gate(
         let _ = std::fs::remove_dir(state);
     }
     let (report, phases) = result?;
-    Ok(Gate {
-        report,
-        phases,
-        kept,
-    })
+    Ok(Gate { report, phases })
 }
 
 /// Generation `id` of `store` written as an artifact set under `keep`
@@ -226,25 +220,30 @@ pub fn verify_loaded(
 }
 
 /// A short name for a candidate's contents: equal contents, equal name.
+/// Hashed piece by piece: the artifacts are never copied into one text.
 fn content_id(gen: &NewGeneration) -> String {
-    let mut text = String::new();
+    use sha2::Digest;
+    let mut h = sha2::Sha256::new();
     for (name, body) in &gen.relations {
-        text.push_str(name);
-        text.push('\0');
-        text.push_str(body);
-        text.push('\0');
+        for part in [name.as_str(), body.as_str()] {
+            h.update(part.as_bytes());
+            h.update([0]);
+        }
     }
     for o in &gen.outputs {
-        text.push_str(&o.path);
-        text.push('\0');
-        text.push_str(&o.text);
-        text.push('\0');
+        for part in [o.path.as_str(), o.text.as_str()] {
+            h.update(part.as_bytes());
+            h.update([0]);
+        }
     }
     for f in &gen.facts {
-        text.push_str(&f.at);
-        text.push('\0');
+        h.update(f.at.as_bytes());
+        h.update([0]);
     }
-    crate::store::sha256_hex(text.as_bytes())[..12].to_string()
+    h.finalize()[..6]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// Writes an artifact set into `dir` through a temporary sibling renamed

@@ -285,12 +285,8 @@ pub struct Checked {
     pub counterexamples: Vec<Counterexample>,
     /// Switches checked (every switch of the artifacts).
     pub switches: usize,
-    /// Whether the checks against the intent ran (ISO-1/REACH-1 at the
-    /// edge, ISO-2, ACL-2, ROUTE-1); AFF-1 needs no intent.
-    pub with_intent: bool,
     /// Packet classes (outcomes of the symbolic ingress) over every switch.
     pub outcomes: usize,
-    pub millis: u128,
 }
 
 /// Every switch invariant on every switch of `a`; the counterexamples in
@@ -298,12 +294,8 @@ pub struct Checked {
 /// from it (`policy.from_intent`). A switch that does not build is an
 /// error, never a switch with nothing found.
 pub fn check(a: &Artifacts, policy: &Policy) -> Result<Checked, ArtifactError> {
-    let t0 = std::time::Instant::now();
     let mut out = Vec::new();
-    let mut done = Checked {
-        with_intent: policy.from_intent,
-        ..Checked::default()
-    };
+    let mut done = Checked::default();
     if a.switches.is_empty() {
         return Ok(done);
     }
@@ -334,7 +326,6 @@ pub fn check(a: &Artifacts, policy: &Policy) -> Result<Checked, ArtifactError> {
     affinity(&sws, &info, &instances, &mut out);
     done.switches = sws.len();
     done.counterexamples = out;
-    done.millis = t0.elapsed().as_millis();
     Ok(done)
 }
 
