@@ -95,6 +95,25 @@ pub struct Waiver {
     pub actor: String,
 }
 
+/// `note` and what a generation records of each waiver that accepted
+/// violations (who, why, how many), joined with `; `.
+pub fn note_with_waivers(note: &str, accepted: &[(Waiver, usize)]) -> String {
+    let waived = accepted.iter().map(|(w, n)| {
+        format!(
+            "accepted {} ({n} violation{}) by {}: {}",
+            w.name(),
+            if *n == 1 { "" } else { "s" },
+            w.actor,
+            w.reason
+        )
+    });
+    std::iter::once(note.to_string())
+        .chain(waived)
+        .filter(|n| !n.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 /// The invariants a waiver may name: those about a change (what moves
 /// between two generations), never what must hold of every generation.
 pub const WAIVABLE: [&str; 1] = ["AFF-2"];
@@ -171,6 +190,12 @@ pub struct Report {
 }
 
 impl Report {
+    /// A waiver given that accepted no violation (waivers name what they
+    /// accept; they never silence an invariant).
+    pub fn unused_waiver(&self) -> Option<&Waiver> {
+        self.accepted.iter().find(|(_, n)| *n == 0).map(|(w, _)| w)
+    }
+
     pub fn violated(&self) -> bool {
         self.verdicts.iter().any(|v| v.status == Status::Violated)
     }

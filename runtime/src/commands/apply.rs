@@ -104,7 +104,7 @@ fn run_inner(args: &ApplyArgs) -> Result<Outcome, Outcome> {
     };
     s.gen.forced = args.force && refused.is_some();
     s.gen.verdict = Some(s.verdict());
-    let note = staged::waiver_note(&s);
+    let note = staged::generation_note(&s, "");
     push_and_commit(
         &mut store,
         s,

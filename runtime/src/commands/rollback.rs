@@ -118,11 +118,7 @@ fn run_inner(args: &RollbackArgs) -> Result<Outcome, Outcome> {
     };
     s.gen.verdict = Some(s.verdict());
     s.gen.forced = args.force && violated;
-    let note = [format!("rollback to {target}"), staged::waiver_note(&s)]
-        .into_iter()
-        .filter(|n| !n.is_empty())
-        .collect::<Vec<_>>()
-        .join("; ");
+    let note = staged::generation_note(&s, &format!("rollback to {target}"));
     apply::push_and_commit(
         &mut store,
         s,

@@ -120,9 +120,8 @@ impl WaiverArgs {
 /// A waiver that accepted nothing is refused: waivers name what they
 /// accept, they do not silence an invariant.
 pub fn check_waivers(s: &Staged) -> Result<(), Outcome> {
-    let Some(r) = &s.report else { return Ok(()) };
-    match r.accepted.iter().find(|(_, n)| *n == 0) {
-        Some((w, _)) => Err(Outcome::InputError(
+    match s.report.as_ref().and_then(Report::unused_waiver) {
+        Some(w) => Err(Outcome::InputError(
             format!("--accept {} accepts no violation of this change", w.name()),
             Some("drop it; `netc plan` prints each violation's key".into()),
         )),
@@ -130,24 +129,10 @@ pub fn check_waivers(s: &Staged) -> Result<(), Outcome> {
     }
 }
 
-/// The note a generation records for its waivers (empty without any).
-pub fn waiver_note(s: &Staged) -> String {
-    let Some(r) = &s.report else {
-        return String::new();
-    };
-    r.accepted
-        .iter()
-        .map(|(w, n)| {
-            format!(
-                "accepted {} ({n} violation{}) by {}: {}",
-                w.name(),
-                if *n == 1 { "" } else { "s" },
-                w.actor,
-                w.reason
-            )
-        })
-        .collect::<Vec<_>>()
-        .join("; ")
+/// `note` with the waivers the generation's report accepted (who, why).
+pub fn generation_note(s: &Staged, note: &str) -> String {
+    let accepted = s.report.as_ref().map_or(&[][..], |r| &r.accepted[..]);
+    netc_verify::report::note_with_waivers(note, accepted)
 }
 
 /// Compiles intent into a staged generation (exit 1 on bad intent); cited

@@ -440,13 +440,8 @@ fn apply(shared: &Shared, body: &Json) -> Reply {
         .and_then(Json::as_str)
         .unwrap_or("netc serve")
         .to_string();
-    let waivers = waivers_of(body)?
-        .into_iter()
-        .map(|w| Waiver {
-            actor: actor.clone(),
-            ..w
-        })
-        .collect::<Vec<_>>();
+    // each waiver names this request's `actor` (waivers_of reads it too)
+    let waivers = waivers_of(body)?;
     let mut guard = current(shared)?;
     let d = &mut *guard;
     let files = intent_of(body)?.ok_or_else(|| {
@@ -593,11 +588,7 @@ fn accept(
     gen.forced = force && refused.is_some();
     gen.actor = actor.to_string();
     gen.command = "netc serve: POST /v1/apply".into();
-    gen.note = [note, cand.accepted.as_str()]
-        .into_iter()
-        .filter(|n| !n.is_empty())
-        .collect::<Vec<_>>()
-        .join("; ");
+    gen.note = netc_verify::report::note_with_waivers(note, &cand.accepted);
     let previous = base_outputs(outputs, base);
     let rolled = match devices::inventory(&shared.devices, store, w)? {
         Some(inv) => Some(devices::roll(

@@ -28,8 +28,8 @@ pub(super) struct Candidate {
     pub(super) verify_error: Option<String>,
     /// Per device, the entries added and removed against the base generation.
     pub(super) devices: BTreeMap<String, DeviceChange>,
-    /// The waivers that accepted violations, as the generation records them.
-    pub(super) accepted: String,
+    /// The waivers given, each with the violations it accepted.
+    pub(super) accepted: Vec<(Waiver, usize)>,
 }
 
 impl Candidate {
@@ -111,7 +111,7 @@ pub(super) fn candidate_from(
     let gen = record::generation(w, previous).map_err(internal)?;
     let devices = entries::changes(base_outputs(outputs, base), &gen.outputs);
     let (mut report, mut report_text, mut violated, mut verify_error) = (None, None, false, None);
-    let mut accepted = String::new();
+    let mut accepted = Vec::new();
     if run_verifier {
         // the gate, as `netc plan` runs it: AFF-2/PLAN-1 against `base`
         let against = (base > 0).then_some(crate::rollout::verdict::Against::Stored(store, base));
@@ -130,7 +130,7 @@ pub(super) fn candidate_from(
         );
         match result {
             Ok(g) => {
-                if let Some((w, _)) = g.report.accepted.iter().find(|(_, n)| *n == 0) {
+                if let Some(w) = g.report.unused_waiver() {
                     return Err(ApiError::new(
                         422,
                         "waiver_unused",
@@ -138,15 +138,7 @@ pub(super) fn candidate_from(
                     )
                     .hint("drop it; a plan's report gives each violation's key"));
                 }
-                accepted = g
-                    .report
-                    .accepted
-                    .iter()
-                    .map(|(w, n)| {
-                        format!("accepted {} ({n}) by {}: {}", w.name(), w.actor, w.reason)
-                    })
-                    .collect::<Vec<_>>()
-                    .join("; ");
+                accepted = g.report.accepted.clone();
                 violated = g.report.violated();
                 report = serde_json::from_str(&g.report.json()).ok();
                 report_text = Some(g.report.human());
