@@ -392,13 +392,24 @@ pub(crate) fn assemble(
 /// artifact rows it cites (a table check cites rows, not their origin), so
 /// every counterexample names the intent `file:line` behind it.
 fn cite_intent(input: &Input, found: &mut BTreeMap<&str, Vec<Counterexample>>) {
-    if found.values().all(Vec::is_empty) {
+    // the `file:line`s cited (few), then one pass over the rows for them:
+    // no index of every row of the artifacts
+    let cited: std::collections::BTreeSet<String> = found
+        .values()
+        .flatten()
+        .flat_map(|cx| &cx.cites)
+        .filter_map(|c| c.split_whitespace().next())
+        .map(str::to_string)
+        .collect();
+    if cited.is_empty() {
         return;
     }
-    let mut rows: std::collections::HashMap<&str, (&str, &Row)> = std::collections::HashMap::new();
+    let mut rows: BTreeMap<&str, (&str, &Row)> = BTreeMap::new();
     for (rel, rs) in &input.artifacts.relations {
         for r in rs {
-            rows.entry(r.at.as_str()).or_insert((rel.as_str(), r));
+            if cited.contains(r.at.as_str()) {
+                rows.entry(r.at.as_str()).or_insert((rel.as_str(), r));
+            }
         }
     }
     for cx in found.values_mut().flatten() {

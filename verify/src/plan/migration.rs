@@ -497,6 +497,9 @@ pub fn check(
         }
         delivered
     };
+    // what both ends deliver, by (move, sender): the same in every state,
+    // so traced once
+    let mut both_deliver: BTreeMap<(usize, usize), biodivine_lib_bdd::Bdd> = BTreeMap::new();
     // the states strictly between the old and the new generation
     let last = phases.steps.len();
     let mut checked = 0;
@@ -520,7 +523,7 @@ pub fn check(
         };
         let space = &net.space;
         let ip = space.field_eq(Field::DlType, ETH_IP, 0xffff);
-        for m in &all_moves {
+        for (mi, m) in all_moves.iter().enumerate() {
             let Some(target) = moving(policy, m) else {
                 continue;
             };
@@ -528,7 +531,7 @@ pub fn check(
                 (dev == m.to && port == m.to_port) || (dev == m.from && port == m.from_port)
             };
             let to_m = space.field_eq(Field::NwDst, u128::from(m.ip), 0xffff_ffff);
-            for a in &senders {
+            for (ai, a) in senders.iter().enumerate() {
                 let set = legit(space, a).and(&ip).and(&to_m);
                 let outs = net.trace(a, set.clone(), false);
                 let mut delivered = space.none();
@@ -577,9 +580,11 @@ pub fn check(
                     *policy.acl_default.get(&a.tenant).unwrap_or(&true),
                 ));
                 let allowed = match &ends {
-                    (Ok(o), Ok(n)) => allowed
-                        .and(&delivered_by(o, a, m))
-                        .and(&delivered_by(n, a, m)),
+                    (Ok(o), Ok(n)) => allowed.and(
+                        both_deliver
+                            .entry((mi, ai))
+                            .or_insert_with(|| delivered_by(o, a, m).and(&delivered_by(n, a, m))),
+                    ),
                     _ => allowed,
                 };
                 let lost = allowed.and_not(&delivered);
