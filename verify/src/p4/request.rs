@@ -405,35 +405,7 @@ fn initial_default(
         }
         Some(_) => {}
     }
-    let mut params = Vec::new();
-    for h in pending {
-        let (mut pid, mut value) = (None, None);
-        for k in &c.msg(h)?.fields {
-            match k.name.as_str() {
-                "param_id" => pid = Some((c.uint(k, 32)? as u32, k.at)),
-                "value" => value = Some(k),
-                _ => {}
-            }
-        }
-        let (pid, pat) = pid.ok_or_else(|| c.err(h.at, "argument without param_id"))?;
-        let (pname, bits) = a
-            .params
-            .get(&pid)
-            .ok_or_else(|| c.err(pat, format!("action `{}` has no parameter {pid}", a.name)))?;
-        let v = value.ok_or_else(|| c.err(h.at, "argument without value"))?;
-        params.push((pid, c.bytes(v, *bits, &format!("{}({pname})", a.name))?));
-    }
-    if params.len() != a.params.len() {
-        return Err(c.err(
-            g.at,
-            format!(
-                "default action `{}` needs {} arguments, found {}",
-                a.name,
-                a.params.len(),
-                params.len()
-            ),
-        ));
-    }
+    let params = params_of(c, &pending, a, g.at, Params::DefaultArguments)?;
     Ok(Action { id, params })
 }
 
@@ -628,7 +600,6 @@ fn entity_of(c: &Ctx, f: &Field, info: &P4Info) -> Result<Entity, DecodeError> {
 
 fn action_of(c: &Ctx, f: &Field, info: &P4Info) -> Result<Action, DecodeError> {
     let mut id = None;
-    let mut params = Vec::new();
     let mut pending = Vec::new();
     for g in &c.msg(f)?.fields {
         match g.name.as_str() {
@@ -644,35 +615,66 @@ fn action_of(c: &Ctx, f: &Field, info: &P4Info) -> Result<Action, DecodeError> {
             format!("no action with id {id} in p4/netc.p4info.txtpb"),
         )
     })?;
+    let params = params_of(c, &pending, a, f.at, Params::ActionParams)?;
+    Ok(Action { id, params })
+}
+
+/// Which message's parameters [`params_of`] reads: a WriteRequest's
+/// `Action.params` (strict: an unknown field is an error) or a P4Info
+/// `initial_default_action`'s `arguments` (other fields are p4c's).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Params {
+    ActionParams,
+    DefaultArguments,
+}
+
+/// The `(param_id, value)` of each parameter message in `pending`, every
+/// one of action `a`'s parameters exactly once by count, each value at its
+/// parameter's width; errors cite `at` (the action) or the field.
+fn params_of(
+    c: &Ctx,
+    pending: &[&Field],
+    a: &ActionInfo,
+    at: Pos,
+    kind: Params,
+) -> Result<Vec<(u32, u128)>, DecodeError> {
+    let (one, many, prefix) = match kind {
+        Params::ActionParams => ("param", "parameters", ""),
+        Params::DefaultArguments => ("argument", "arguments", "default "),
+    };
+    let mut params = Vec::new();
     for g in pending {
         let (mut pid, mut value) = (None, None);
         for h in &c.msg(g)?.fields {
             match h.name.as_str() {
                 "param_id" => pid = Some((c.uint(h, 32)? as u32, h.at)),
                 "value" => value = Some(h),
-                _ => return Err(c.unknown(h, "Action.Param", &["param_id", "value"])),
+                _ if kind == Params::ActionParams => {
+                    return Err(c.unknown(h, "Action.Param", &["param_id", "value"]))
+                }
+                _ => {}
             }
         }
-        let (pid, pat) = pid.ok_or_else(|| c.err(g.at, "param without param_id"))?;
+        let (pid, pat) = pid.ok_or_else(|| c.err(g.at, format!("{one} without param_id")))?;
         let (pname, bits) = a
             .params
             .get(&pid)
             .ok_or_else(|| c.err(pat, format!("action `{}` has no parameter {pid}", a.name)))?;
-        let v = value.ok_or_else(|| c.err(g.at, "param without value"))?;
+        let v = value.ok_or_else(|| c.err(g.at, format!("{one} without value")))?;
         params.push((pid, c.bytes(v, *bits, &format!("{}({pname})", a.name))?));
     }
     if params.len() != a.params.len() {
         return Err(c.err(
-            f.at,
+            at,
             format!(
-                "action `{}` needs {} parameters, found {}",
+                "{prefix}action `{}` needs {} {many}, found {}",
                 a.name,
                 a.params.len(),
                 params.len()
             ),
         ));
     }
-    Ok(Action { id, params })
+    Ok(params)
 }
 
 fn table_entry(c: &Ctx, f: &Field, info: &P4Info) -> Result<TableEntry, DecodeError> {
