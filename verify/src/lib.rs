@@ -134,9 +134,9 @@ pub enum VerifyError {
     Switch(#[from] artifacts::ArtifactError),
 }
 
-const ORDER: [&str; 13] = [
-    "ISO-1", "ISO-2", "ISO-3", "REACH-1", "ACL-1", "ACL-2", "AFF-1", "AFF-2", "AFF-3", "AFF-4",
-    "CAP-1", "ROUTE-1", "PLAN-1",
+const ORDER: [&str; 14] = [
+    "ISO-1", "ISO-2", "ISO-3", "REACH-1", "REACH-2", "ACL-1", "ACL-2", "AFF-1", "AFF-2", "AFF-3",
+    "AFF-4", "CAP-1", "ROUTE-1", "PLAN-1",
 ];
 
 /// Verifies one artifact set.
@@ -303,13 +303,13 @@ pub(crate) fn assemble(
         // why the invariant was not (wholly) checked: it needs an input it
         // was not given, or the artifacts hold nothing it reads
         let skip: Option<String> = match inv {
-            "REACH-1" | "ACL-1" | "ACL-2" | "CAP-1" | "ROUTE-1" if !intent => {
+            "REACH-1" | "REACH-2" | "ACL-1" | "ACL-2" | "CAP-1" | "ROUTE-1" if !intent => {
                 Some("needs the intent (pass the intent files)".into())
             }
             "AFF-2" | "PLAN-1" if input.against.is_none() => {
                 Some("needs a previous generation (--against DIR)".into())
             }
-            "ACL-2" | "ROUTE-1" if n_switches == 0 => {
+            "ACL-2" | "ROUTE-1" | "REACH-2" if n_switches == 0 => {
                 Some("no P4 switches in the artifacts: nothing to check".into())
             }
             "AFF-3" if !nf::has_taps(net) => {
@@ -352,6 +352,12 @@ pub(crate) fn assemble(
                 d.clone()
             } else if matches!(inv, "ACL-2" | "ROUTE-1") {
                 switch_detail.clone()
+            } else if inv == "REACH-2" {
+                format!(
+                    "{} VIP/TIP address{} walked from every switch; {switch_detail}",
+                    switches.followed,
+                    if switches.followed == 1 { "" } else { "es" }
+                )
             } else {
                 let d = detail_of(inv, res, input.policy);
                 if n_switches > 0 && matches!(inv, "ISO-1" | "ISO-2" | "REACH-1" | "AFF-1") {

@@ -18,7 +18,10 @@
 //!   slot per current peer, slot `i` the `i`-th by ring position;
 //! - AFF-1 (switch side): every switch balancing an endpoint chooses, slot
 //!   by slot, the member every other instance of it (each other switch,
-//!   each software Mux's `agent_mux_*` rows) chooses.
+//!   each software Mux's `agent_mux_*` rows) chooses;
+//! - REACH-2 (balanced traffic reaches its holder): each switch is
+//!   summarised for the VIPs and TIPs followed, and [`super::reach`] walks
+//!   them across the fabric once every switch is summarised.
 //!
 //! Each violation gives a concrete packet of the offending class (a
 //! witness whose hash takes the slot; its frame, VXLAN-encapsulated when it
@@ -53,6 +56,8 @@ pub struct SwitchIntent {
     /// (gateway, prefix, length) → next hops by ring position, with the
     /// cluster's `anolis_current` fact.
     pub routes: BTreeMap<(String, u32, u32), (Vec<u32>, String)>,
+    /// The fabric REACH-2 walks: links, VIPs, TIP ranges.
+    pub fabric: super::reach::Fabric,
 }
 
 fn ip(t: &str) -> Option<u32> {
@@ -62,7 +67,10 @@ fn ip(t: &str) -> Option<u32> {
 impl SwitchIntent {
     pub fn from_facts(f: &Facts) -> SwitchIntent {
         let rows = |r: &str| f.get(r).map(Vec::as_slice).unwrap_or(&[]);
-        let mut s = SwitchIntent::default();
+        let mut s = SwitchIntent {
+            fabric: super::reach::Fabric::from_facts(f),
+            ..SwitchIntent::default()
+        };
         for r in rows("host") {
             if let (Some(tor), Some(port)) =
                 (r.vals.get(2), r.vals.get(3).and_then(|p| p.parse().ok()))
@@ -193,7 +201,7 @@ fn switches(
     Ok(out)
 }
 
-fn show(p: &PacketIn) -> String {
+pub(super) fn show(p: &PacketIn) -> String {
     let v = match p.vxlan_vni {
         Some(v) => format!("VXLAN vni {v} to {}, inner ", Ipv4Addr::from(p.outer_dst)),
         None => String::new(),
@@ -214,7 +222,7 @@ fn show(p: &PacketIn) -> String {
 }
 
 /// How a fate reads in a report.
-fn fate_text(f: &Fate) -> String {
+pub(super) fn fate_text(f: &Fate) -> String {
     match f {
         Fate::Drop { why } => format!("dropped ({why})"),
         Fate::Multicast { group, ports } => format!(
@@ -285,6 +293,8 @@ pub struct Checked {
     pub counterexamples: Vec<Counterexample>,
     /// Switches checked (every switch of the artifacts).
     pub switches: usize,
+    /// The VIPs and TIPs REACH-2 walked the fabric for.
+    pub followed: usize,
     /// Packet classes (outcomes of the symbolic ingress) over every switch.
     pub outcomes: usize,
 }
@@ -303,6 +313,8 @@ pub fn check(a: &Artifacts, policy: &Policy) -> Result<Checked, ArtifactError> {
     let si = &policy.switches;
     let mut instances = smux_instances(a);
     let mut outcomes = 0;
+    let targets = super::reach::Targets::of(a);
+    let mut sums = super::reach::Summaries::default();
     // one switch at a time: its model is checked, then (past the memo) dropped
     let built = switches(a, &info, |i, sw, model| {
         outcomes += model.outcomes.len();
@@ -310,6 +322,7 @@ pub fn check(a: &Artifacts, policy: &Policy) -> Result<Checked, ArtifactError> {
         if !policy.from_intent {
             return;
         }
+        sums.add(i, model, &targets);
         let mut c = Ctx {
             sw,
             model,
@@ -324,6 +337,12 @@ pub fn check(a: &Artifacts, policy: &Policy) -> Result<Checked, ArtifactError> {
     done.outcomes = outcomes;
     let sws: Vec<&Switch> = built.iter().map(|b| b.as_ref()).collect();
     affinity(&sws, &info, &instances, &mut out);
+    if policy.from_intent {
+        let (cxs, followed) =
+            super::reach::check(&sws, &info, &sums, &targets, &si.fabric, &si.attached);
+        out.extend(cxs);
+        done.followed = followed;
+    }
     done.switches = sws.len();
     done.counterexamples = out;
     Ok(done)

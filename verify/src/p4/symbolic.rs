@@ -92,6 +92,12 @@ impl Space {
         };
         BddVariable::from_index(i)
     }
+    /// The BDD variables of the fields `keys` (to quantify them away).
+    pub fn vars_of(&self, keys: &[Key]) -> Vec<BddVariable> {
+        keys.iter()
+            .flat_map(|k| (0..k.offset_width().1).map(move |b| self.var(*k, b)))
+            .collect()
+    }
     pub fn all(&self) -> Bdd {
         self.vars.mk_true()
     }

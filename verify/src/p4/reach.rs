@@ -1,0 +1,832 @@
+//! REACH-2: balanced traffic reaches its holder, on the P4 fabric as the
+//! `.txtpb` requests program it (specs/invariants.md §5b).
+//!
+//! Expects: every switch's symbolic ingress ([`Model`]), visited one at a
+//! time (each is summarised, [`Summaries::add`], before the next is built),
+//! the switches' installed state for replays, and the intent's fabric
+//! ([`Fabric`]: `link`, `host`, `vip`, `duet_tip_range` facts).
+//! Guarantees:
+//! - the addresses followed are every /32 a switch announces
+//!   (`p4_announce`, BGP), every address a switch's `vip` table balances
+//!   and every TIP a member or tunnel names ([`Targets`]);
+//! - for each such address A and each endpoint `(vni, A, proto, port)` a
+//!   switch balances, the packets of that endpoint entering *any* switch
+//!   from a port that is not a host port are walked switch by switch over
+//!   every switch's outcomes (a unicast port followed over its `link` to
+//!   the next switch and port): each must reach a switch whose `vip` table
+//!   balances A (a holder), unless a switch ACL denies it (policy, ACL-2's
+//!   business). A drop, a port with no link, a host port or a loop on the
+//!   way is a violation;
+//! - a holder's slot whose member is a TIP (`mvni = 0`) sends its packets,
+//!   VXLAN VNI 0 to the TIP, on the same walk to a holder of the TIP; a
+//!   slot whose tunnel destination the holder cannot route (underlay miss)
+//!   is a violation, whatever its member.
+//!
+//! The walk is exact per packet class (BDDs; a route or load-balancer slot
+//! is a possible choice, as everywhere in the switch model). Each violation
+//! is one counterexample per (address, switch, kind): a concrete packet at
+//! its entry switch, replayed through the concrete interpreter switch by
+//! switch (each hop's entries as `.txtpb` file:line), with the intent facts
+//! behind it (the VIP, its TIP range, the links walked, the announcement).
+//! Software Muxes are outside the walk: the intent attaches them nowhere in
+//! the fabric (specs/targets.md §1.11), so the aggregates they announce
+//! have no route to follow.
+
+use super::ingress::{Fate, PacketIn};
+use super::request::P4Info;
+use super::switch::Switch;
+use super::symbolic::{Key, Model, Slot, Space, SymOutcome};
+use crate::artifacts::Artifacts;
+use crate::policy::Facts;
+use crate::report::{Counterexample, PathCx};
+use biodivine_lib_bdd::{Bdd, BddPointer, BddVariable};
+use netc_compiler::functors::hash5_v4;
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::Ipv4Addr;
+
+/// What the intent says about the fabric REACH-2 walks.
+#[derive(Clone, Debug, Default)]
+pub struct Fabric {
+    /// (switch, port) → (the switch at the other end, its port, the `link`
+    /// fact's `file:line`), both directions of every link.
+    pub links: BTreeMap<(String, u32), (String, u32, String)>,
+    /// VIP address → its `vip` fact's `file:line`.
+    pub vips: BTreeMap<u32, String>,
+    /// TIP ranges: (VIP, network, length, the `duet_tip_range` fact's `file:line`).
+    pub tip_ranges: Vec<(u32, u32, u32, String)>,
+}
+
+fn ip(t: &str) -> Option<u32> {
+    t.parse::<Ipv4Addr>().ok().map(u32::from)
+}
+
+fn prefix(t: &str) -> Option<(u32, u32)> {
+    let (a, l) = t.split_once('/')?;
+    Some((ip(a)?, l.parse().ok().filter(|l| *l <= 32)?))
+}
+
+impl Fabric {
+    pub fn from_facts(f: &Facts) -> Fabric {
+        let rows = |r: &str| f.get(r).map(Vec::as_slice).unwrap_or(&[]);
+        let mut fab = Fabric::default();
+        for r in rows("link") {
+            let v = &r.vals;
+            let (Some(a), Some(ap), Some(b), Some(bp)) = (
+                v.first(),
+                v.get(1).and_then(|p| p.parse().ok()),
+                v.get(2),
+                v.get(3).and_then(|p| p.parse().ok()),
+            ) else {
+                continue;
+            };
+            fab.links
+                .insert((a.clone(), ap), (b.clone(), bp, r.at.clone()));
+            fab.links
+                .insert((b.clone(), bp), (a.clone(), ap, r.at.clone()));
+        }
+        for r in rows("vip") {
+            if let Some(a) = r.vals.get(1).and_then(|t| ip(t)) {
+                fab.vips.entry(a).or_insert_with(|| r.at.clone());
+            }
+        }
+        for r in rows("duet_tip_range") {
+            if let (Some(vip), Some((net, len))) = (
+                r.vals.first().and_then(|t| ip(t)),
+                r.vals.get(1).and_then(|t| prefix(t)),
+            ) {
+                fab.tip_ranges.push((vip, net, len, r.at.clone()));
+            }
+        }
+        fab
+    }
+
+    /// The intent facts that make `addr` a VIP or a TIP.
+    fn facts_of(&self, addr: u32) -> Vec<String> {
+        let a = Ipv4Addr::from(addr);
+        let mut out: Vec<String> = self
+            .vips
+            .get(&addr)
+            .map(|at| format!("{at}  vip {a}"))
+            .into_iter()
+            .collect();
+        for (vip, net, len, at) in &self.tip_ranges {
+            let mask = if *len == 0 { 0 } else { u32::MAX << (32 - len) };
+            if addr & mask == net & mask {
+                out.push(format!(
+                    "{at}  duet_tip_range({}, {}/{len}): {a} is a TIP",
+                    Ipv4Addr::from(*vip),
+                    Ipv4Addr::from(*net)
+                ));
+                if let Some(v) = self.vips.get(vip) {
+                    out.push(format!("{v}  vip {}", Ipv4Addr::from(*vip)));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The addresses REACH-2 follows, read from the artifacts before any
+/// switch is built.
+#[derive(Default)]
+pub struct Targets {
+    /// address → the switches announcing it as a /32, each with the
+    /// `p4_announce` row's `file:line`.
+    pub announced: BTreeMap<u32, Vec<(String, String)>>,
+    /// Every address followed.
+    pub addrs: BTreeSet<u32>,
+}
+
+impl Targets {
+    pub fn of(a: &Artifacts) -> Targets {
+        let mut t = Targets::default();
+        for r in a.rows("p4_announce") {
+            if let (Some(sw), Some((net, 32))) =
+                (r.vals.first(), r.vals.get(1).and_then(|p| prefix(p)))
+            {
+                t.announced
+                    .entry(net)
+                    .or_default()
+                    .push((sw.clone(), r.at.clone()));
+                t.addrs.insert(net);
+            }
+        }
+        let col = |rel: &str, i: usize| {
+            a.rows(rel)
+                .iter()
+                .filter_map(move |r| r.vals.get(i).and_then(|x| ip(x)))
+                .collect::<Vec<_>>()
+        };
+        t.addrs.extend(col("p4_vip", 2));
+        // a member or tunnel with mvni 0 is a TIP
+        for (rel, vni, addr) in [("p4_ecmp_member", 5, 6), ("p4_tunnel", 1, 3)] {
+            for r in a.rows(rel) {
+                if r.vals.get(vni).map(String::as_str) == Some("0") {
+                    if let Some(x) = r.vals.get(addr).and_then(|x| ip(x)) {
+                        t.addrs.insert(x);
+                    }
+                }
+            }
+        }
+        t
+    }
+}
+
+/// Every switch's outcomes on the packets sent to each followed address.
+#[derive(Default)]
+pub struct Summaries {
+    /// Per switch (in the order visited): address → the outcomes, each
+    /// restricted to the packets with that outer destination.
+    by_switch: Vec<BTreeMap<u32, Vec<SymOutcome>>>,
+    /// (switch, vni, address, proto, port) of every endpoint a `vip` table balances.
+    endpoints: BTreeSet<(usize, u32, u32, u8, u16)>,
+}
+
+impl Summaries {
+    /// Summarises switch `i`'s model for the addresses of `t`.
+    pub fn add(&mut self, i: usize, model: &Model, t: &Targets) {
+        let s = &model.space;
+        let outer = s.vars_of(&[Key::OuterDst]);
+        let others: Vec<_> = s
+            .vars
+            .variables()
+            .into_iter()
+            .filter(|v| !outer.contains(v))
+            .collect();
+        let sorted: Vec<u32> = t.addrs.iter().copied().collect();
+        let bit_of = |v: BddVariable| outer.iter().position(|x| *x == v).map_or(32, |b| b as u32);
+        let mut by: BTreeMap<u32, Vec<SymOutcome>> = BTreeMap::new();
+        for o in &model.outcomes {
+            if let Some(lb) = &o.lb {
+                // a vip entry's key is exact on the outer destination
+                if lb.table == "vip" {
+                    let (vni, addr, proto, port) = lb.endpoint;
+                    self.endpoints.insert((i, vni, addr, proto, port));
+                }
+                if t.addrs.contains(&lb.endpoint.1) {
+                    by.entry(lb.endpoint.1).or_default().push(o.clone());
+                }
+                continue;
+            }
+            // the followed addresses among the outcome's outer destinations
+            let dsts = o.set.exists(&others);
+            let mut hit = Vec::new();
+            members(&dsts, dsts.root_pointer(), 0, &sorted, &bit_of, &mut hit);
+            for a in hit {
+                let set = o.set.and(&s.eq(Key::OuterDst, u128::from(a)));
+                if !set.is_false() {
+                    by.entry(a)
+                        .or_default()
+                        .push(SymOutcome { set, ..o.clone() });
+                }
+            }
+        }
+        if self.by_switch.len() <= i {
+            self.by_switch.resize_with(i + 1, BTreeMap::new);
+        }
+        self.by_switch[i] = by;
+    }
+}
+
+/// The addresses of `range` (sorted, sharing their bits above `bit`) that
+/// the outer-destination set `dsts` holds from node `ptr` on: a descent
+/// that splits the range on each bit (a binary search, the addresses
+/// being sorted), so an outcome costs its nodes times a search, not the
+/// number of addresses followed.
+fn members(
+    dsts: &Bdd,
+    ptr: BddPointer,
+    bit: u32,
+    range: &[u32],
+    bit_of: &dyn Fn(BddVariable) -> u32,
+    out: &mut Vec<u32>,
+) {
+    if range.is_empty() || ptr.is_zero() {
+        return;
+    }
+    if ptr.is_one() || bit >= 32 {
+        out.extend_from_slice(range);
+        return;
+    }
+    let tested = bit_of(dsts.var_of(ptr));
+    let m = 1u32 << (31 - bit);
+    let (zero, one) = range.split_at(range.partition_point(|a| a & m == 0));
+    if tested > bit {
+        // this bit is not tested on the way: both halves go on at the node
+        members(dsts, ptr, bit + 1, zero, bit_of, out);
+        members(dsts, ptr, bit + 1, one, bit_of, out);
+    } else {
+        members(dsts, dsts.low_link_of(ptr), bit + 1, zero, bit_of, out);
+        members(dsts, dsts.high_link_of(ptr), bit + 1, one, bit_of, out);
+    }
+}
+
+/// A violation found by the walk, before it is replayed.
+struct Found {
+    /// (address walked, switch where it failed, kind): one counterexample each.
+    key: (u32, usize, &'static str),
+    summary: String,
+    /// The entry: switch, port, the packet's VXLAN VNI there, its address.
+    entry: (usize, u32, Option<u32>, u32),
+    /// The packets (at the failing switch) and the slots their path took.
+    set: Bdd,
+    slots: Vec<Slot>,
+    facts: Vec<String>,
+}
+
+/// One step of a walk: where the packets are and what they took so far.
+#[derive(Clone)]
+struct Leg {
+    at: usize,
+    set: Bdd,
+    slots: Vec<Slot>,
+    /// The `link` facts crossed.
+    links: Vec<String>,
+    hops: usize,
+    /// The address the packets are sent to now (the VIP, then a TIP).
+    addr: u32,
+    /// Whether a holder has sent them on to a TIP.
+    tip: bool,
+}
+
+struct Walk<'a> {
+    names: Vec<&'a str>,
+    index: BTreeMap<&'a str, usize>,
+    sums: &'a Summaries,
+    fabric: &'a Fabric,
+    attached: &'a BTreeMap<(String, u32), String>,
+    targets: &'a Targets,
+    space: Space,
+    /// The entry: (switch, port, VNI, address) of the walk under way.
+    entry: (usize, u32, Option<u32>, u32),
+    found: Vec<Found>,
+    seen: BTreeSet<(u32, usize, &'static str)>,
+    /// The hop budget of a walk: more switches than the fabric has is a loop.
+    limit: usize,
+    /// Switches a walk of the current entry class started from and
+    /// finished without a violation: a later walk arriving there from a
+    /// link (a subset of those packets) is done.
+    ok: BTreeSet<usize>,
+    /// address → the switches whose `vip` table balances it.
+    holders: BTreeMap<u32, BTreeSet<usize>>,
+}
+
+impl Walk<'_> {
+    fn holders(&self, addr: u32) -> String {
+        match self.holders.get(&addr) {
+            None => "no switch balances it".to_string(),
+            Some(hs) => format!(
+                "held by {}",
+                hs.iter()
+                    .map(|i| self.names[*i])
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }
+    }
+
+    /// Records a violation of `leg`'s packets `set` (once per address,
+    /// switch and kind), citing the facts behind `leg.addr` and `also`.
+    fn violation(
+        &mut self,
+        leg: &Leg,
+        set: Bdd,
+        kind: &'static str,
+        summary: String,
+        also: Option<u32>,
+    ) -> bool {
+        let key = (leg.addr, leg.at, kind);
+        if self.seen.insert(key) {
+            let mut facts = self.fabric.facts_of(leg.addr);
+            for f in also.map(|a| self.fabric.facts_of(a)).unwrap_or_default() {
+                if !facts.contains(&f) {
+                    facts.push(f);
+                }
+            }
+            for (sw, at) in self.targets.announced.get(&leg.addr).into_iter().flatten() {
+                facts.push(format!(
+                    "{at}  p4_announce({sw}, {}/32)",
+                    Ipv4Addr::from(leg.addr)
+                ));
+            }
+            facts.extend(leg.links.iter().cloned());
+            self.found.push(Found {
+                key,
+                summary,
+                entry: self.entry,
+                set,
+                slots: leg.slots.clone(),
+                facts,
+            });
+        }
+        false
+    }
+
+    /// Walks `leg` through its switch; false when some packet of it fails.
+    fn step(&mut self, leg: Leg) -> bool {
+        let Some(pieces) = self
+            .sums
+            .by_switch
+            .get(leg.at)
+            .and_then(|m| m.get(&leg.addr))
+        else {
+            // the summaries hold every followed address a switch's outcomes
+            // meet, and the outcomes partition every packet
+            return true;
+        };
+        let name = self.names[leg.at];
+        let a = Ipv4Addr::from(leg.addr);
+        let mut ok = true;
+        for o in pieces {
+            let set = leg.set.and(&o.set);
+            if set.is_false() {
+                continue;
+            }
+            let mut next = leg.clone();
+            next.set = set.clone();
+            if let Some(s) = o.slot {
+                next.slots.push(s);
+            }
+            match (&o.lb, &o.fate) {
+                (Some(lb), fate) => {
+                    let member = lb.member;
+                    match fate {
+                        Fate::Unicast {
+                            port,
+                            encap: Some((0, ul, _)),
+                        } if member.is_some_and(|m| m.0 == 0) => {
+                            // a TIP: VXLAN VNI 0 to it, the inner packet kept
+                            let s = &self.space;
+                            let moved = next
+                                .set
+                                .exists(&s.vars_of(&[Key::OuterDst, Key::Vxlan, Key::Vni]))
+                                .and(&s.eq(Key::OuterDst, u128::from(*ul)))
+                                .and(&s.eq(Key::Vxlan, 1))
+                                .and(&s.eq(Key::Vni, 0));
+                            next.set = moved;
+                            next.addr = *ul;
+                            next.tip = true;
+                            ok &= self.out(next, *port);
+                        }
+                        Fate::Drop { why } if why.starts_with("underlay") => {
+                            let (kind, what, also) = match member {
+                                Some((0, m)) => (
+                                    "tip-unrouted",
+                                    format!("TIP {}", Ipv4Addr::from(m)),
+                                    Some(m),
+                                ),
+                                Some((v, m)) => (
+                                    "dip-unrouted",
+                                    format!("DIP {} (vni {v})", Ipv4Addr::from(m)),
+                                    None,
+                                ),
+                                None => ("unrouted", "its member".to_string(), None),
+                            };
+                            let idx = o.slot.map_or(0, |s| s.idx);
+                            ok &= self.violation(
+                                &next,
+                                set,
+                                kind,
+                                format!(
+                                    "switch {name} balances {a}'s slot {idx} to {what}, but its underlay has no route to the tunnel's destination: the packets are dropped"
+                                ),
+                                also,
+                            );
+                        }
+                        // a DIP's tunnel, or a drop AFF-1 judges (no member, no tunnel)
+                        _ => {}
+                    }
+                }
+                (None, Fate::Drop { why }) if why.starts_with("acl") => {}
+                (None, Fate::Drop { why }) => {
+                    let h = self.holders(leg.addr);
+                    ok &= self.violation(
+                        &next,
+                        set,
+                        "dropped",
+                        format!("packets to {a} ({h}) are dropped at switch {name} ({why}) before they reach a holder"),
+                        None,
+                    );
+                }
+                (None, Fate::Unicast { port, .. }) => ok &= self.out(next, *port),
+                (None, Fate::Multicast { .. }) => {}
+            }
+        }
+        ok
+    }
+
+    /// The packets of `leg` leave its switch by `port`.
+    fn out(&mut self, leg: Leg, port: u32) -> bool {
+        let name = self.names[leg.at];
+        let a = Ipv4Addr::from(leg.addr);
+        let h = self.holders(leg.addr);
+        let Some((peer, q, at)) = self.fabric.links.get(&(name.to_string(), port)) else {
+            let set = leg.set.clone();
+            return match self.attached.get(&(name.to_string(), port)) {
+                Some(host) => self.violation(
+                    &leg,
+                    set,
+                    "to-host",
+                    format!("switch {name} sends packets to {a} ({h}) out of port {port} to host {host}, not toward a holder"),
+                    None,
+                ),
+                None => self.violation(
+                    &leg,
+                    set,
+                    "no-link",
+                    format!("switch {name} sends packets to {a} ({h}) out of port {port}, where the intent has no link: they leave the fabric"),
+                    None,
+                ),
+            };
+        };
+        if leg.hops >= self.limit {
+            let set = leg.set.clone();
+            return self.violation(
+                &leg,
+                set,
+                "loop",
+                format!("packets to {a} ({h}) are still not at a holder after {} switches: the underlay loops (last at {name})", leg.hops),
+                None,
+            );
+        }
+        let Some(&next) = self.index.get(peer.as_str()) else {
+            let set = leg.set.clone();
+            return self.violation(
+                &leg,
+                set,
+                "no-link",
+                format!("switch {name} sends packets to {a} ({h}) out of port {port} to {peer}, which has no request in the artifacts"),
+                None,
+            );
+        };
+        if !leg.tip && self.ok.contains(&next) && !self.attached.contains_key(&(peer.clone(), *q)) {
+            return true;
+        }
+        let s = &self.space;
+        let set = leg
+            .set
+            .exists(&s.vars_of(&[Key::Port]))
+            .and(&s.eq(Key::Port, u128::from(*q)));
+        let mut links = leg.links.clone();
+        let l = format!("{at}  link {name}:{port} — {peer}:{q}");
+        if !links.contains(&l) {
+            links.push(l);
+        }
+        self.step(Leg {
+            at: next,
+            set,
+            slots: leg.slots,
+            links,
+            hops: leg.hops + 1,
+            addr: leg.addr,
+            tip: leg.tip,
+        })
+    }
+}
+
+/// REACH-2 on the summarised switches; `sws` are the switches in the order
+/// they were summarised. One counterexample per (address, switch, kind),
+/// and how many addresses were followed.
+pub fn check(
+    sws: &[&Switch],
+    info: &P4Info,
+    sums: &Summaries,
+    targets: &Targets,
+    fabric: &Fabric,
+    attached: &BTreeMap<(String, u32), String>,
+) -> (Vec<Counterexample>, usize) {
+    let names: Vec<&str> = sws.iter().map(|s| s.name.as_str()).collect();
+    let index = names.iter().enumerate().map(|(i, n)| (*n, i)).collect();
+    let mut w = Walk {
+        names,
+        index,
+        sums,
+        fabric,
+        attached,
+        targets,
+        space: Space::new(),
+        entry: (0, 0, None, 0),
+        found: Vec::new(),
+        seen: BTreeSet::new(),
+        limit: sws.len() * 2 + 2,
+        ok: BTreeSet::new(),
+        holders: BTreeMap::new(),
+    };
+    for (i, _, addr, _, _) in &sums.endpoints {
+        w.holders.entry(*addr).or_default().insert(*i);
+    }
+    // the endpoints each address is balanced for: (vni, proto, port)
+    let mut classes: BTreeMap<u32, BTreeSet<(u32, u8, u16)>> = BTreeMap::new();
+    for (_, vni, addr, proto, port) in &sums.endpoints {
+        classes
+            .entry(*addr)
+            .or_default()
+            .insert((*vni, *proto, *port));
+    }
+    // an announced address nobody balances: every packet to it
+    let followed: BTreeSet<u32> = classes
+        .keys()
+        .chain(targets.announced.keys())
+        .copied()
+        .collect();
+    let n_followed = followed.len();
+    let s = Space::new();
+    for addr in followed {
+        let base = s.universe().and(&s.eq(Key::OuterDst, u128::from(addr)));
+        // per VNI: the packets of that VNI's endpoints (any, when none)
+        let mut by_vni: BTreeMap<u32, Bdd> = BTreeMap::new();
+        match classes.get(&addr) {
+            Some(cs) => {
+                for (vni, proto, port) in cs {
+                    let c = s
+                        .eq(Key::Proto, u128::from(*proto))
+                        .and(&s.eq(Key::Dport, u128::from(*port)));
+                    let e = by_vni.entry(*vni).or_insert_with(|| s.none());
+                    *e = e.or(&c);
+                }
+            }
+            None => {
+                by_vni.insert(0, s.all());
+            }
+        }
+        for (vni, ports) in by_vni {
+            let class = if vni == 0 {
+                base.and(&s.eq(Key::Vxlan, 0)).and(&ports)
+            } else {
+                // a VM's packet to the VIP: VXLAN with its tenant's VNI
+                base.and(&s.eq(Key::Vxlan, 1))
+                    .and(&s.eq(Key::Vni, u128::from(vni)))
+                    .and(&s.eq(Key::Dst, u128::from(addr)))
+                    .and(&ports)
+            };
+            w.ok.clear();
+            for i in nearest_first(&w, addr) {
+                let name = w.names[i].to_string();
+                // from any port that is not a host port
+                let mut set = class.clone();
+                for ((sw, p), _) in w.attached.range((name.clone(), 0)..) {
+                    if *sw != name {
+                        break;
+                    }
+                    set = set.and_not(&s.eq(Key::Port, u128::from(*p)));
+                }
+                let port = entry_port(&name, fabric, attached);
+                w.entry = (i, port, (vni != 0).then_some(vni), addr);
+                let fine = w.step(Leg {
+                    at: i,
+                    set,
+                    slots: Vec::new(),
+                    links: Vec::new(),
+                    hops: 1,
+                    addr,
+                    tip: false,
+                });
+                if fine {
+                    w.ok.insert(i);
+                }
+            }
+        }
+    }
+    let found = std::mem::take(&mut w.found);
+    let cxs = found
+        .into_iter()
+        .map(|f| replay(sws, info, &w, f))
+        .collect();
+    (cxs, n_followed)
+}
+
+/// The switches by distance from the holders of `addr` over the links
+/// (the holders first, then their neighbours, ...; switches the links do
+/// not reach last), so most walks end at a switch already walked.
+fn nearest_first(w: &Walk, addr: u32) -> Vec<usize> {
+    let mut order: Vec<usize> = w
+        .holders
+        .get(&addr)
+        .map(|hs| hs.iter().copied().collect())
+        .unwrap_or_default();
+    let mut seen: BTreeSet<usize> = order.iter().copied().collect();
+    let mut k = 0;
+    while k < order.len() {
+        let name = w.names[order[k]];
+        for ((_, _), (peer, _, _)) in w
+            .fabric
+            .links
+            .range((name.to_string(), 0)..)
+            .take_while(|((s, _), _)| s == name)
+        {
+            if let Some(&j) = w.index.get(peer.as_str()) {
+                if seen.insert(j) {
+                    order.push(j);
+                }
+            }
+        }
+        k += 1;
+    }
+    order.extend((0..w.names.len()).filter(|i| !seen.contains(i)));
+    order
+}
+
+/// A port of `sw` packets enter by in a counterexample: its lowest linked
+/// port, else the lowest port that is no host's.
+fn entry_port(sw: &str, fabric: &Fabric, attached: &BTreeMap<(String, u32), String>) -> u32 {
+    fabric
+        .links
+        .range((sw.to_string(), 0)..)
+        .next()
+        .filter(|((s, _), _)| s == sw)
+        .map(|((_, p), _)| *p)
+        .unwrap_or_else(|| {
+            (0..)
+                .find(|p| !attached.contains_key(&(sw.to_string(), *p)))
+                .unwrap_or(0)
+        })
+}
+
+/// A found violation as a counterexample: a concrete packet of its set, at
+/// the entry switch, with a source port whose hash takes every slot on its
+/// path, followed switch by switch by the concrete interpreter.
+fn replay(sws: &[&Switch], info: &P4Info, w: &Walk, f: Found) -> Counterexample {
+    let (entry, port, vni, addr) = f.entry;
+    let inner = w.space.witness(&f.set);
+    let mut p = PacketIn {
+        ingress_port: port,
+        vxlan_vni: vni,
+        outer_dst: addr,
+        proto: inner.as_ref().map_or(6, |x| x.proto),
+        src: inner.as_ref().map_or(0xc633_6407, |x| x.src),
+        dst: inner.as_ref().map_or(addr, |x| x.dst),
+        sport: 0,
+        dport: inner.as_ref().map_or(0, |x| x.dport),
+    };
+    if let Some(sp) = (0..=u16::MAX).find(|sp| {
+        let h = u128::from(hash5_v4(p.proto, p.src, p.dst, *sp, p.dport));
+        f.slots.iter().all(|s| h % s.n == s.idx)
+    }) {
+        p.sport = sp;
+    }
+    let first = p.clone();
+    let mut hops = Vec::new();
+    let mut cites = Vec::new();
+    let mut at = entry;
+    let mut end = String::new();
+    for _ in 0..w.limit {
+        let sw = sws[at];
+        let t = sw.ingress(info, &p);
+        hops.push(format!(
+            "{} ingress {}",
+            sw.name,
+            super::invariants::show(&p)
+        ));
+        hops.extend(t.cites.iter().map(|c| format!("  entry {c}")));
+        cites.extend(t.cites.iter().cloned());
+        end = format!("{}: {}", sw.name, super::invariants::fate_text(&t.fate));
+        let Fate::Unicast { port, encap } = t.fate else {
+            break;
+        };
+        if let Some((v, ul, _)) = encap {
+            p.vxlan_vni = Some(v);
+            p.outer_dst = ul;
+        }
+        match w.fabric.links.get(&(sw.name.clone(), port)) {
+            Some((peer, q, _)) => match w.index.get(peer.as_str()) {
+                Some(&n) => {
+                    at = n;
+                    p.ingress_port = *q;
+                }
+                None => break,
+            },
+            None => {
+                if let Some(h) = w.attached.get(&(sw.name.clone(), port)) {
+                    end.push_str(&format!(" (host {h})"));
+                } else {
+                    end.push_str(" (no link: out of the fabric)");
+                }
+                break;
+            }
+        }
+    }
+    cites.extend(f.facts);
+    let _ = f.key;
+    Counterexample {
+        invariant: "REACH-2".into(),
+        summary: format!("{} (e.g. {})", f.summary, super::invariants::show(&first)),
+        packet: Some(super::frame::packet(w.names[entry], &first)),
+        paths: vec![PathCx { hops, end }],
+        cites,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn probe(a: u32) -> PacketIn {
+        PacketIn {
+            ingress_port: 0,
+            vxlan_vni: None,
+            outer_dst: a,
+            proto: 0,
+            src: 0,
+            dst: 0,
+            sport: 0,
+            dport: 0,
+        }
+    }
+
+    /// `members` finds exactly the addresses a set's outer destinations
+    /// hold, as evaluating the set at each address does: sets of prefixes
+    /// with holes (what LPM and exact entries carve), on addresses inside,
+    /// beside and outside them.
+    #[test]
+    fn members_are_the_addresses_the_set_holds() {
+        let s = Space::new();
+        let outer = s.vars_of(&[Key::OuterDst]);
+        let others: Vec<_> = s
+            .vars
+            .variables()
+            .into_iter()
+            .filter(|v| !outer.contains(v))
+            .collect();
+        let bit_of = |v: BddVariable| outer.iter().position(|x| *x == v).map_or(32, |b| b as u32);
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u32
+        };
+        for round in 0..200 {
+            let base = next() & 0xffff_0000;
+            let mut set = s.none();
+            for _ in 0..1 + round % 4 {
+                let len = 8 + next() % 25;
+                let mask = u32::MAX << (32 - len);
+                let net = (base | (next() & 0xffff)) & mask;
+                set = set.or(&s.masked(Key::OuterDst, u128::from(net), u128::from(mask)));
+                let hole = net | (next() & !mask);
+                set = set.and_not(&s.eq(Key::OuterDst, u128::from(hole)));
+            }
+            // the other fields constrained too, as an outcome's set is
+            set = set.and(&s.universe()).and(&s.eq(Key::Proto, 6));
+            let mut addrs: Vec<u32> = (0..64)
+                .map(|i| match i % 3 {
+                    0 => base | (next() & 0xffff),
+                    1 => base | (next() & 0xff),
+                    _ => next(),
+                })
+                .collect();
+            addrs.sort_unstable();
+            addrs.dedup();
+            let dsts = set.exists(&others);
+            let mut got = Vec::new();
+            members(&dsts, dsts.root_pointer(), 0, &addrs, &bit_of, &mut got);
+            let want: Vec<u32> = addrs
+                .iter()
+                .copied()
+                .filter(|a| !set.and(&s.eq(Key::OuterDst, u128::from(*a))).is_false())
+                .collect();
+            assert_eq!(got, want, "round {round}");
+            assert!(want.iter().all(|a| dsts.eval_in(&s.valuation(&probe(*a)))));
+        }
+    }
+}
