@@ -237,12 +237,12 @@ def test_vacuous_only_without_such_devices(netc_bin: str, tmp_path: Path) -> Non
     r = run(netc_bin, "verify", "--json", "--artifacts", str(bare), str(intent), cwd=tmp_path)
     rep = doc(r.stdout)
     st = {v["invariant"]: v for v in rep["verdicts"]}
-    for inv in ["ACL-2", "ROUTE-1"]:
+    for inv in ["ACL-2", "ROUTE-1", "REACH-2"]:
         assert st[inv]["status"] == "not_checked" and "no P4 switches" in st[inv]["detail"], st[inv]
     junit = tmp_path / "j.xml"
     run(netc_bin, "verify", "--artifacts", str(bare), str(intent), "--junit", str(junit), cwd=tmp_path)
     xml = junit.read_text()
-    for inv in ["ACL-2", "ROUTE-1", "AFF-2", "PLAN-1", "AFF-3"]:
+    for inv in ["ACL-2", "ROUTE-1", "REACH-2", "AFF-2", "PLAN-1", "AFF-3"]:
         case = re.search(rf'<testcase [^>]*name="{inv}">(.*?)</testcase>', xml, re.S)
         assert case and "<skipped" in case.group(1), (inv, xml)
 
