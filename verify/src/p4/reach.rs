@@ -263,8 +263,6 @@ fn members(
 
 /// A violation found by the walk, before it is replayed.
 struct Found {
-    /// (address walked, switch where it failed, kind): one counterexample each.
-    key: (u32, usize, &'static str),
     summary: String,
     /// The entry: switch, port, the packet's VXLAN VNI there, its address.
     entry: (usize, u32, Option<u32>, u32),
@@ -351,7 +349,6 @@ impl Walk<'_> {
             }
             facts.extend(leg.links.iter().cloned());
             self.found.push(Found {
-                key,
                 summary,
                 entry: self.entry,
                 set,
@@ -746,7 +743,6 @@ fn replay(sws: &[&Switch], info: &P4Info, w: &Walk, f: Found) -> Counterexample 
         }
     }
     cites.extend(f.facts);
-    let _ = f.key;
     Counterexample {
         invariant: "REACH-2".into(),
         summary: format!("{} (e.g. {})", f.summary, super::invariants::show(&first)),
