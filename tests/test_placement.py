@@ -38,7 +38,14 @@ _spec = importlib.util.spec_from_file_location("placement_ref", DUET / "placemen
 ref = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(ref)
 
-PLACEMENT_RELS = ["placement_need", "placement_switch", "placement_link", "placement_member_tor", "placement_tip"]
+PLACEMENT_RELS = [
+    "placement_need",
+    "placement_switch",
+    "placement_link",
+    "placement_member_tor",
+    "placement_tip",
+    "placement_route_free",
+]
 
 
 # ---------------------------------------------------------------- running netc

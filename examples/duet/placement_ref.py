@@ -30,6 +30,10 @@ Model:
  - if the lowest MRU exceeds 1 the algorithm terminates: this endpoint and
    every later one stay on the SMuxes (thesis §2.3.1, "the algorithm
    terminates. The remaining VIPs are not assigned to any switch");
+ - route budget: every placed endpoint's /32 takes an underlay entry on
+   every switch, so at most min(placement_route_free) endpoints are placed;
+   the endpoint that would exceed it stops the greedy like one that fits
+   nowhere;
  - sticky (§2.3.2): with a previous switch s_c that is still feasible, move to
    the best s_n only if MRU(s_c) - MRU(s_n) > delta;
  - every comparison of utilisations has a tolerance EPS = 1e-9 (a value is
@@ -90,10 +94,12 @@ def _lower(a, b):
     return a < b - EPS
 
 
-def place(need, switch_free, links, member_tor, tips, traffic, previous=None, headroom=0.8, delta=0.05, trace=None):
+def place(need, switch_free, links, member_tor, tips, traffic, previous=None, headroom=0.8, delta=0.05, trace=None,
+          routes_free=None):
     """need: ep -> (host, ecmp, tunnel); switch_free: sw -> (host, ecmp, tunnel);
     links: [(a, b, mbps)] directed; member_tor: ep -> {tor: slots};
-    tips: tip -> vip; traffic: vip -> {source_switch: mbps}; previous: ep -> sw.
+    tips: tip -> vip; traffic: vip -> {source_switch: mbps}; previous: ep -> sw;
+    routes_free: how many endpoints may be placed in all (None: no bound).
     trace: a list to which (endpoint, {switch: (MRU, LRU) or None}) is
     appended for every endpoint evaluated (to explain a placement)."""
     previous = previous or {}
@@ -153,6 +159,8 @@ def place(need, switch_free, links, member_tor, tips, traffic, previous=None, he
             src_traffic = {placement[vip]: total[vip] / len(tips_of[vip])}
         else:
             src_traffic = traffic.get(ep, {})
+        if routes_free is not None and len(placement) >= routes_free:
+            break  # the route budget is used up: the rest stays on the SMuxes
         best = None
         seen = {}
         for sw in sorted(switch_free):
@@ -191,4 +199,6 @@ def place_from_outputs(rels, traffic, previous=None, headroom=0.8, delta=0.05, t
     for ep, tor, n in rels["placement_member_tor"]:
         mt[ep][tor] = int(n)
     tips = {r[0]: r[1] for r in rels["placement_tip"]}
-    return place(need, free, links, mt, tips, traffic, previous, headroom, delta, trace)
+    route_rows = rels.get("placement_route_free", [])
+    routes_free = min((int(r[1]) for r in route_rows), default=None)
+    return place(need, free, links, mt, tips, traffic, previous, headroom, delta, trace, routes_free)

@@ -30,8 +30,9 @@
 //!   decision, with `previous` = it);
 //! - the new run has stopped before it and none of its steps is placed (or
 //!   stopped): it stays as it is;
-//! - all its steps are placed, the run has not stopped, and the bound
-//!   below holds: it is kept without visiting a step (its drift gains d);
+//! - all its steps are placed, the run has not stopped, the route budget
+//!   still holds all of them (the endpoints placed before it plus its own
+//!   do not exceed it), and the bound below holds: it is kept without visiting a step (its drift gains d);
 //! - otherwise it is walked.
 //!
 //! The bound (why a kept block's steps are the run from scratch's). Let Δ
@@ -71,7 +72,8 @@ pub(super) struct Entry {
     pub(super) step: Step,
 }
 
-/// A difference of placed load: entries per switch, Mbps per link, held
+/// A difference of placed load: entries per switch, Mbps per link and the
+/// number of endpoints placed, held
 /// densely (a VIP's load at L spans ~1,000 links: adding it to every later
 /// block's drift must be array writes, not map inserts) with the list of
 /// resources it touched (each once: `listed`). Exact (`greedy::quantise`):
@@ -81,6 +83,8 @@ pub(super) struct Entry {
 pub(super) struct Drift {
     used: Vec<Tables>,
     link: Vec<f64>,
+    /// Endpoints placed (the route budget's count).
+    placed: i64,
     switches: Vec<usize>,
     links: Vec<usize>,
     listed_switch: Vec<bool>,
@@ -119,7 +123,15 @@ impl Drift {
         for &(l, x) in &load.links {
             self.add_link(l, sign as f64 * x);
         }
+        self.add_placed(sign);
         self.compact();
+    }
+
+    fn add_placed(&mut self, n: i64) {
+        let was = self.placed == 0;
+        self.placed += n;
+        let is = self.placed == 0;
+        self.count(was, is);
     }
 
     /// Drops the listed resources whose difference is back to zero, once
@@ -200,6 +212,7 @@ impl Drift {
         for &l in &other.links {
             self.add_link(l, other.link[l]);
         }
+        self.add_placed(other.placed);
         self.compact();
     }
 
@@ -216,6 +229,7 @@ impl Drift {
         for &l in &self.links {
             state.link[l] += self.link[l];
         }
+        state.placed += self.placed;
     }
 
     /// The largest rise and the largest fall of a resource's utilisation
@@ -423,6 +437,7 @@ impl Blocks {
                 } else {
                     !old_stopped
                         && block.placed == block.entries.len()
+                        && within_budget(ctx, &block)
                         && self.bound_holds(ctx, &block, &mut g_bound)
                 };
             if keep {
@@ -474,6 +489,14 @@ impl Blocks {
         }
         ok
     }
+}
+
+/// Whether every step of `block` (all placed; its start already holds d)
+/// stays within the route budget in the new run: then the budget decides
+/// none of them, as in the old run.
+fn within_budget(ctx: &Ctx, block: &Block) -> bool {
+    ctx.budget
+        .is_none_or(|b| block.start.placed + block.entries.len() as i64 <= b)
 }
 
 /// Cuts `entries` (the steps after `start`) into blocks of about `target`

@@ -18,7 +18,9 @@
 //!   the parameters, the previous placement or the TIPs, or a negative
 //!   traffic row (which `read` reports as an error), is not followed VIP by
 //!   VIP: [`Follow::Reread`] asks the caller to read the whole model again,
-//!   and the follower re-indexes from the engine.
+//!   and the follower re-indexes from the engine. A change of
+//!   `placement_route_free` asks for it only when the least free count (the
+//!   route budget) moved: adding a host changes every switch's row.
 //! - Cost: O(rows changed × log) per commit, plus one spec per touched VIP.
 //!
 //! Why: the placement reads ~10 relations over every VIP; a warm engine
@@ -51,6 +53,8 @@ struct Rels {
     traffic: RelId,
     /// Changes of these are followed by a re-read.
     whole: Vec<RelId>,
+    /// `placement_route_free`, if the rules have it.
+    routes_free: Option<RelId>,
 }
 
 /// See the module docs.
@@ -71,9 +75,10 @@ impl Follower {
             "placement_traffic",
         ];
         let [need, members, traffic] = keyed.map(|n| plan.relation_id(n));
+        let budget = "placement_route_free";
         let whole = READS
             .iter()
-            .filter(|n| !keyed.contains(n))
+            .filter(|n| !keyed.contains(n) && **n != budget)
             .map(|n| plan.relation_id(n))
             .collect::<Option<Vec<RelId>>>()?;
         let (need, members, traffic) = (need?, members?, traffic?);
@@ -83,6 +88,7 @@ impl Follower {
                 members,
                 traffic,
                 whole,
+                routes_free: plan.relation_id(budget),
             },
             index: ByEndpoint::default(),
         };
@@ -114,7 +120,14 @@ impl Follower {
         let negative_traffic = changes
             .inserted(self.rels.traffic)
             .any(|row| matches!(row[2], Value::Number(n) if n < 0));
-        if negative_traffic || self.rels.whole.iter().any(|r| !changes.get(*r).is_empty()) {
+        let budget_moved = self.rels.routes_free.is_some_and(|r| {
+            !changes.get(r).is_empty()
+                && model::routes_free(&engine.contents(r)) != model.fabric.routes_free
+        });
+        if negative_traffic
+            || budget_moved
+            || self.rels.whole.iter().any(|r| !changes.get(*r).is_empty())
+        {
             self.reindex(engine);
             return Follow::Reread;
         }

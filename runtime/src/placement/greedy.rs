@@ -20,7 +20,10 @@
 //!   pruning: a link's load only grows as legs are added);
 //! - the lowest MRU above 1 (+[`EPS`]) ends the greedy: this endpoint is
 //!   [`Outcome::Stopped`] and every later one is [`Outcome::Unplaced`]
-//!   (thesis: "the algorithm terminates");
+//!   (thesis: "the algorithm terminates"); so does an endpoint that would
+//!   be placed when the route budget ([`Fabric::routes_free`]: every
+//!   placed endpoint's /32 takes an underlay entry on every switch) is
+//!   already used up;
 //! - sticky: a previous switch that is feasible (MRU ≤ 1) is kept unless
 //!   MRU(prev) − MRU(best) > delta (+[`EPS`]);
 //! - a link's load is counted in multiples of 1/1024 Mbps ([`quantise`]):
@@ -28,6 +31,8 @@
 //!   state summed in any order — a checkpoint plus a difference
 //!   (`blocks.rs`) — is bit for bit the state the run from scratch reaches.
 
+#[cfg(doc)]
+use super::model::Fabric;
 use super::model::{Endpoint, EndpointSpec, Model, Tables};
 use super::routes::Routes;
 use netc_compiler::value::Sym;
@@ -155,6 +160,8 @@ pub struct Ctx<'a> {
     pub(super) free: &'a [Tables],
     /// Per link (Routes index): capacity_mbps × headroom.
     pub(super) cap: &'a [f64],
+    /// How many endpoints may be placed in all (`None`: no bound).
+    pub(super) budget: Option<i64>,
 }
 
 impl<'a> Ctx<'a> {
@@ -169,16 +176,18 @@ impl<'a> Ctx<'a> {
             node: &res.node,
             free: &res.free,
             cap: &res.cap,
+            budget: model.fabric.routes_free,
         }
     }
 }
 
-/// Running totals: entries used per switch, Mbps per link, and the highest
-/// utilisation of any resource.
+/// Running totals: entries used per switch, Mbps per link, endpoints
+/// placed, and the highest utilisation of any resource.
 #[derive(Clone, Debug, PartialEq)]
 pub(super) struct State {
     pub(super) used: Vec<Tables>,
     pub(super) link: Vec<f64>,
+    pub(super) placed: i64,
     pub(super) max_util: f64,
 }
 
@@ -188,6 +197,7 @@ impl State {
         State {
             used: vec![[0; 3]; ctx.switches.len()],
             link: vec![0.0; ctx.cap.len()],
+            placed: 0,
             max_util: 0.0,
         }
     }
@@ -294,9 +304,11 @@ impl<'c, 'a> Run<'c, 'a> {
                 evaluated,
             )
         };
+        // the route budget used up: the endpoint fits nowhere
+        let full = self.ctx.budget.is_some_and(|b| self.state.placed >= b);
         match decided {
-            Some(Some(d)) => self.place(item, d.load, d.mru, d.lru, d.floor),
-            Some(None) => {
+            Some(Some(d)) if !full => self.place(item, d.load, d.mru, d.lru, d.floor),
+            Some(_) => {
                 self.stopped = true;
                 self.push(item, Outcome::Stopped, f64::NEG_INFINITY, f64::NEG_INFINITY);
             }
@@ -361,6 +373,7 @@ pub(super) fn add_signed(state: &mut State, load: &Load, sign: i64) {
     for &(l, x) in &load.links {
         state.link[l] += sign as f64 * x;
     }
+    state.placed += sign;
 }
 
 fn add(state: &mut State, load: &Load) {

@@ -53,12 +53,18 @@ impl VipSpec {
     }
 }
 
-/// Switches (free table capacity) and directed links (Mbps, before headroom).
+/// Switches (free table capacity), directed links (Mbps, before headroom)
+/// and the route budget.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Fabric {
     pub switches: BTreeMap<Sym, Tables>,
     /// Rows with the same `(a, b)` are summed (parallel links).
     pub links: BTreeMap<(Sym, Sym), i64>,
+    /// How many endpoints the switches may hold in all: every placed
+    /// endpoint's /32 takes an underlay entry on every switch, so this is
+    /// the least `placement_route_free` over the switches (`None`: the
+    /// rules have no such relation, no bound).
+    pub routes_free: Option<i64>,
 }
 
 /// `placement_params`.
@@ -95,8 +101,9 @@ pub struct Inputs {
     pub previous: BTreeMap<Endpoint, Sym>,
 }
 
-/// The relations the built-in reads.
-pub const READS: [&str; 8] = [
+/// The relations the built-in reads. `placement_route_free` may be absent
+/// (rules that predate it: no route budget); the others may not.
+pub const READS: [&str; 9] = [
     "placement_need",
     "placement_switch",
     "placement_link",
@@ -105,7 +112,13 @@ pub const READS: [&str; 8] = [
     "placement_traffic",
     "placement_previous",
     "placement_params",
+    "placement_route_free",
 ];
+
+/// The least `free` of the `placement_route_free` rows (`None` without rows).
+pub fn routes_free(rows: &[Row]) -> Option<i64> {
+    rows.iter().map(|r| num(&r[1])).min()
+}
 
 /// The rows of the per-endpoint relations, by endpoint (their column 0),
 /// and the TIPs: what a [`VipSpec`] is assembled from ([`ByEndpoint::vip_spec`]),
@@ -250,7 +263,10 @@ pub fn read(engine: &Engine) -> Result<Option<Inputs>, PlacementError> {
         }
     };
 
-    let mut fabric = Fabric::default();
+    let mut fabric = Fabric {
+        routes_free: get("placement_route_free").and_then(|rows| routes_free(&rows)),
+        ..Fabric::default()
+    };
     for row in &switch {
         fabric
             .switches

@@ -201,6 +201,10 @@ fn confirm(
     let Outcome::Placed(load) = old else {
         return None;
     };
+    if ctx.budget.is_some_and(|b| run.state.placed >= b) {
+        // the route budget is used up: the full decision stops here
+        return None;
+    }
     if previous.get(&item.ep) != Some(&ctx.switches[load.switch]) {
         return None;
     }

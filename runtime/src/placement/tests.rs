@@ -283,6 +283,62 @@ fn tips_follow_their_vip_and_enter_at_its_switch() {
     assert_eq!(p.stats().endpoints, 3);
 }
 
+#[test]
+fn the_route_budget_stops_the_greedy_like_a_full_fabric() {
+    // Three VIPs that all fit; a budget of two places the two with the
+    // most traffic and stops at the third, as if it fit nowhere.
+    let mut f = small([100; 3]);
+    f.routes_free = Some(2);
+    let m = model(
+        f,
+        vec![
+            (ip(1), vip([1, 1, 1], &[("t1", 1)], &[("a", 300)])),
+            (ip(2), vip([1, 1, 1], &[("t1", 1)], &[("a", 200)])),
+            (ip(3), vip([1, 1, 1], &[("t1", 1)], &[("a", 100)])),
+        ],
+    );
+    let p = Placement::compute(m.clone(), &BTreeMap::new());
+    assert!(on(&p, ip(1)).is_some() && on(&p, ip(2)).is_some());
+    assert_eq!(on(&p, ip(3)), None);
+    assert_eq!(p.stopped_at(), Some(ip(3)));
+    // no budget, or one that does not bind: all three placed
+    for b in [None, Some(3)] {
+        let mut m = m.clone();
+        m.fabric.routes_free = b;
+        let p = Placement::compute(m, &BTreeMap::new());
+        assert_eq!(placed(&p).len(), 3, "budget {b:?}");
+        assert_eq!(p.stopped_at(), None);
+    }
+    // an update that frees a route places the third, and only that
+    let mut p = Placement::compute(m, &BTreeMap::new());
+    let d = p.update(vec![VipChange::Remove(ip(1))]);
+    assert_eq!(d.deleted.len(), 1);
+    assert_eq!(
+        d.inserted.iter().map(|(e, _)| *e).collect::<Vec<_>>(),
+        vec![ip(3)]
+    );
+}
+
+#[test]
+fn a_block_kept_by_the_bound_still_counts_the_route_budget() {
+    // Blocks of one step; tiny loads, so the bound keeps later blocks
+    // unvisited. A new VIP with the most traffic takes the budget's last
+    // route: the last VIP, unchanged itself, must leave the switches.
+    let mut f = small([1000; 3]);
+    f.routes_free = Some(3);
+    let v = |t| vip([1, 1, 1], &[("t1", 1)], &[("a", t)]);
+    let m = model(f, vec![(ip(1), v(30)), (ip(2), v(20)), (ip(3), v(10))]);
+    let mut p = Placement::compute_in_blocks(m, &BTreeMap::new(), 1);
+    assert_eq!(placed(&p).len(), 3);
+    let before = p.assignment().clone();
+    let d = p.update(vec![VipChange::Set(ip(9), v(40))]);
+    let fresh = Placement::compute(p.model().clone(), &before);
+    assert_eq!(p.assignment(), fresh.assignment());
+    assert_eq!(on(&p, ip(3)), None);
+    assert_eq!(p.stopped_at(), Some(ip(3)));
+    assert_eq!(d, incremental::diff(&before, p.assignment()));
+}
+
 // ------------------------------------------------------------ incremental
 
 fn four_vips() -> Model {
@@ -420,8 +476,13 @@ fn arb_model() -> impl Strategy<Value = Model> {
     );
     let vips = prop::collection::btree_map(1u8..12, vip_s, 1..8);
     let params = (0.5f64..1.0, 0.0f64..0.2);
-    (switches, links, vips, params).prop_map(move |(sw, ls, vs, (h, d))| {
-        let mut f = Fabric::default();
+    // a route budget that binds as often as not
+    let budget = prop::option::of(0i64..8);
+    (switches, links, vips, params, budget).prop_map(move |(sw, ls, vs, (h, d), b)| {
+        let mut f = Fabric {
+            routes_free: b,
+            ..Fabric::default()
+        };
         for (n, (x, y, z)) in names.iter().zip(sw) {
             f.switches.insert(s(n), [x, y, z]);
         }
