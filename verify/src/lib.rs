@@ -360,7 +360,13 @@ pub(crate) fn assemble(
                 )
             } else {
                 let d = detail_of(inv, res, input.policy);
-                if n_switches > 0 && matches!(inv, "ISO-1" | "ISO-2" | "REACH-1" | "AFF-1") {
+                if inv == "REACH-1" && switches.hosts > 0 {
+                    format!(
+                        "{d}; {} host underlay address{} walked from every switch; {switch_detail}",
+                        switches.hosts,
+                        if switches.hosts == 1 { "" } else { "es" }
+                    )
+                } else if n_switches > 0 && matches!(inv, "ISO-1" | "ISO-2" | "REACH-1" | "AFF-1") {
                     format!("{d}; {switch_detail}")
                 } else {
                     d

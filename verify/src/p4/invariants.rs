@@ -295,6 +295,8 @@ pub struct Checked {
     pub switches: usize,
     /// The VIPs and TIPs REACH-2 walked the fabric for.
     pub followed: usize,
+    /// The host underlay addresses REACH-1 walked the fabric for.
+    pub hosts: usize,
     /// Packet classes (outcomes of the symbolic ingress) over every switch.
     pub outcomes: usize,
 }
@@ -313,7 +315,7 @@ pub fn check(a: &Artifacts, policy: &Policy) -> Result<Checked, ArtifactError> {
     let si = &policy.switches;
     let mut instances = smux_instances(a);
     let mut outcomes = 0;
-    let targets = super::reach::Targets::of(a);
+    let targets = super::reach::Targets::of(a, &si.fabric);
     let mut sums = super::reach::Summaries::default();
     // one switch at a time: its model is checked, then (past the memo) dropped
     let built = switches(a, &info, |i, sw, model| {
@@ -338,10 +340,10 @@ pub fn check(a: &Artifacts, policy: &Policy) -> Result<Checked, ArtifactError> {
     let sws: Vec<&Switch> = built.iter().map(|b| b.as_ref()).collect();
     affinity(&sws, &info, &instances, &mut out);
     if policy.from_intent {
-        let (cxs, followed) =
-            super::reach::check(&sws, &info, &sums, &targets, &si.fabric, &si.attached);
-        out.extend(cxs);
-        done.followed = followed;
+        let r = super::reach::check(&sws, &info, &sums, &targets, &si.fabric, &si.attached);
+        out.extend(r.counterexamples);
+        done.followed = r.followed;
+        done.hosts = r.hosts;
     }
     done.switches = sws.len();
     done.counterexamples = out;

@@ -20,7 +20,14 @@
 //! - a holder's slot whose member is a TIP (`mvni = 0`) sends its packets,
 //!   VXLAN VNI 0 to the TIP, on the same walk to a holder of the TIP; a
 //!   slot whose tunnel destination the holder cannot route (underlay miss)
-//!   is a violation, whatever its member.
+//!   is a violation, whatever its member;
+//! - REACH-1 on the underlay: every host a switch is attached to is walked
+//!   for the same way (VXLAN, any VNI, to its underlay address, entering
+//!   any switch from a port that is not a host port): each packet must
+//!   leave its ToR by the host's own port. The tunnels of every host and
+//!   Mux cross the fabric on these routes, so a route deleted or turned
+//!   toward another port black-holes a host's tunnels where the bridges'
+//!   model alone would deliver them.
 //!
 //! The walk is exact per packet class (BDDs; a route or load-balancer slot
 //! is a possible choice, as everywhere in the switch model). Each violation
@@ -54,6 +61,9 @@ pub struct Fabric {
     pub vips: BTreeMap<u32, String>,
     /// TIP ranges: (VIP, network, length, the `duet_tip_range` fact's `file:line`).
     pub tip_ranges: Vec<(u32, u32, u32, String)>,
+    /// Host underlay address → (host, its ToR, the ToR's port, the `host`
+    /// fact's `file:line`).
+    pub hosts: BTreeMap<u32, (String, String, u32, String)>,
 }
 
 fn ip(t: &str) -> Option<u32> {
@@ -89,6 +99,19 @@ impl Fabric {
                 fab.vips.entry(a).or_insert_with(|| r.at.clone());
             }
         }
+        for r in rows("host") {
+            let v = &r.vals;
+            if let (Some(h), Some(a), Some(tor), Some(p)) = (
+                v.first(),
+                v.get(1).and_then(|t| ip(t)),
+                v.get(2),
+                v.get(3).and_then(|p| p.parse().ok()),
+            ) {
+                fab.hosts
+                    .entry(a)
+                    .or_insert_with(|| (h.clone(), tor.clone(), p, r.at.clone()));
+            }
+        }
         for r in rows("duet_tip_range") {
             if let (Some(vip), Some((net, len))) = (
                 r.vals.first().and_then(|t| ip(t)),
@@ -100,9 +123,12 @@ impl Fabric {
         fab
     }
 
-    /// The intent facts that make `addr` a VIP or a TIP.
+    /// The intent facts that make `addr` a VIP, a TIP or a host's.
     fn facts_of(&self, addr: u32) -> Vec<String> {
         let a = Ipv4Addr::from(addr);
+        if let Some((h, tor, p, at)) = self.hosts.get(&addr) {
+            return vec![format!("{at}  host({h}, {a}, {tor}, {p})")];
+        }
         let mut out: Vec<String> = self
             .vips
             .get(&addr)
@@ -133,13 +159,22 @@ pub struct Targets {
     /// address → the switches announcing it as a /32, each with the
     /// `p4_announce` row's `file:line`.
     pub announced: BTreeMap<u32, Vec<(String, String)>>,
-    /// Every address followed.
+    /// Every address followed (the hosts' too).
     pub addrs: BTreeSet<u32>,
+    /// The underlay addresses of the hosts attached to a switch of the
+    /// artifacts.
+    pub hosts: BTreeSet<u32>,
 }
 
 impl Targets {
-    pub fn of(a: &Artifacts) -> Targets {
+    pub fn of(a: &Artifacts, fabric: &Fabric) -> Targets {
         let mut t = Targets::default();
+        for (addr, (_, tor, _, _)) in &fabric.hosts {
+            if a.switches.contains_key(tor) {
+                t.hosts.insert(*addr);
+            }
+        }
+        t.addrs.extend(&t.hosts);
         for r in a.rows("p4_announce") {
             if let (Some(sw), Some((net, 32))) =
                 (r.vals.first(), r.vals.get(1).and_then(|p| prefix(p)))
@@ -263,6 +298,8 @@ fn members(
 
 /// A violation found by the walk, before it is replayed.
 struct Found {
+    /// REACH-2 (a VIP or TIP), or REACH-1 (a host's underlay address).
+    invariant: &'static str,
     summary: String,
     /// The entry: switch, port, the packet's VXLAN VNI there, its address.
     entry: (usize, u32, Option<u32>, u32),
@@ -310,7 +347,11 @@ struct Walk<'a> {
 }
 
 impl Walk<'_> {
+    /// Where packets to `addr` must go, for messages.
     fn holders(&self, addr: u32) -> String {
+        if let Some((h, tor, p, _)) = self.fabric.hosts.get(&addr) {
+            return format!("host {h}'s, behind {tor} port {p}");
+        }
         match self.holders.get(&addr) {
             None => "no switch balances it".to_string(),
             Some(hs) => format!(
@@ -348,7 +389,9 @@ impl Walk<'_> {
                 ));
             }
             facts.extend(leg.links.iter().cloned());
+            let host = self.fabric.hosts.contains_key(&leg.addr);
             self.found.push(Found {
+                invariant: if host { "REACH-1" } else { "REACH-2" },
                 summary,
                 entry: self.entry,
                 set,
@@ -441,7 +484,7 @@ impl Walk<'_> {
                         &next,
                         set,
                         "dropped",
-                        format!("packets to {a} ({h}) are dropped at switch {name} ({why}) before they reach a holder"),
+                        format!("packets to {a} ({h}) are dropped at switch {name} ({why}) before they get there"),
                         None,
                     );
                 }
@@ -459,12 +502,19 @@ impl Walk<'_> {
         let h = self.holders(leg.addr);
         let Some((peer, q, at)) = self.fabric.links.get(&(name.to_string(), port)) else {
             let set = leg.set.clone();
-            return match self.attached.get(&(name.to_string(), port)) {
+            let to = self.attached.get(&(name.to_string(), port));
+            if let (Some(host), Some((goal, ..))) = (to, self.fabric.hosts.get(&leg.addr)) {
+                if host == goal {
+                    // a host's underlay address, delivered at its own port
+                    return true;
+                }
+            }
+            return match to {
                 Some(host) => self.violation(
                     &leg,
                     set,
                     "to-host",
-                    format!("switch {name} sends packets to {a} ({h}) out of port {port} to host {host}, not toward a holder"),
+                    format!("switch {name} sends packets to {a} ({h}) out of port {port} to host {host} instead"),
                     None,
                 ),
                 None => self.violation(
@@ -521,9 +571,19 @@ impl Walk<'_> {
     }
 }
 
-/// REACH-2 on the summarised switches; `sws` are the switches in the order
-/// they were summarised. One counterexample per (address, switch, kind),
-/// and how many addresses were followed.
+/// What [`check`] found, and how much it walked.
+pub struct Reached {
+    /// REACH-2's and REACH-1's (hosts') counterexamples.
+    pub counterexamples: Vec<Counterexample>,
+    /// VIP and TIP addresses walked for.
+    pub followed: usize,
+    /// Host underlay addresses walked for.
+    pub hosts: usize,
+}
+
+/// REACH-2, and REACH-1 on the underlay, on the summarised switches; `sws`
+/// are the switches in the order they were summarised. One counterexample
+/// per (address, switch, kind).
 pub fn check(
     sws: &[&Switch],
     info: &P4Info,
@@ -531,7 +591,7 @@ pub fn check(
     targets: &Targets,
     fabric: &Fabric,
     attached: &BTreeMap<(String, u32), String>,
-) -> (Vec<Counterexample>, usize) {
+) -> Reached {
     let names: Vec<&str> = sws.iter().map(|s| s.name.as_str()).collect();
     let index = names.iter().enumerate().map(|(i, n)| (*n, i)).collect();
     let mut w = Walk {
@@ -569,6 +629,11 @@ pub fn check(
     let n_followed = followed.len();
     let s = Space::new();
     for addr in followed {
+        if targets.hosts.contains(&addr) {
+            // a host's address that a switch also balances or announces:
+            // the intent's error (a VIP equal to a host's address)
+            continue;
+        }
         let base = s.universe().and(&s.eq(Key::OuterDst, u128::from(addr)));
         // per VNI: the packets of that VNI's endpoints (any, when none)
         let mut by_vni: BTreeMap<u32, Bdd> = BTreeMap::new();
@@ -597,39 +662,63 @@ pub fn check(
                     .and(&ports)
             };
             w.ok.clear();
-            for i in nearest_first(&w, addr) {
-                let name = w.names[i].to_string();
-                // from any port that is not a host port
-                let mut set = class.clone();
-                for ((sw, p), _) in w.attached.range((name.clone(), 0)..) {
-                    if *sw != name {
-                        break;
-                    }
-                    set = set.and_not(&s.eq(Key::Port, u128::from(*p)));
-                }
-                let port = entry_port(&name, fabric, attached);
-                w.entry = (i, port, (vni != 0).then_some(vni), addr);
-                let fine = w.step(Leg {
-                    at: i,
-                    set,
-                    slots: Vec::new(),
-                    links: Vec::new(),
-                    hops: 1,
-                    addr,
-                    tip: false,
-                });
-                if fine {
-                    w.ok.insert(i);
-                }
-            }
+            walk_from_everywhere(&mut w, &class, addr, (vni != 0).then_some(vni));
         }
     }
+    // every host's tunnels: VXLAN of any VNI to its underlay address
+    for addr in &targets.hosts {
+        let Some((_, tor, _, _)) = fabric.hosts.get(addr) else {
+            continue;
+        };
+        if let Some(&t) = w.index.get(tor.as_str()) {
+            w.holders.entry(*addr).or_default().insert(t);
+        }
+        let class = s
+            .universe()
+            .and(&s.eq(Key::OuterDst, u128::from(*addr)))
+            .and(&s.eq(Key::Vxlan, 1));
+        walk_from_everywhere(&mut w, &class, *addr, None);
+    }
     let found = std::mem::take(&mut w.found);
-    let cxs = found
+    let counterexamples = found
         .into_iter()
         .map(|f| replay(sws, info, &w, f))
         .collect();
-    (cxs, n_followed)
+    Reached {
+        counterexamples,
+        followed: n_followed,
+        hosts: targets.hosts.len(),
+    }
+}
+
+/// Walks the packets of `class` (sent to `addr`) entering every switch
+/// from a port that is not a host port, nearest to where they go first.
+fn walk_from_everywhere(w: &mut Walk, class: &Bdd, addr: u32, vni: Option<u32>) {
+    w.ok.clear();
+    for i in nearest_first(w, addr) {
+        let name = w.names[i].to_string();
+        let mut set = class.clone();
+        for ((sw, p), _) in w.attached.range((name.clone(), 0)..) {
+            if *sw != name {
+                break;
+            }
+            set = set.and_not(&w.space.eq(Key::Port, u128::from(*p)));
+        }
+        let port = entry_port(&name, w.fabric, w.attached);
+        w.entry = (i, port, vni, addr);
+        let fine = w.step(Leg {
+            at: i,
+            set,
+            slots: Vec::new(),
+            links: Vec::new(),
+            hops: 1,
+            addr,
+            tip: false,
+        });
+        if fine {
+            w.ok.insert(i);
+        }
+    }
 }
 
 /// The switches by distance from the holders of `addr` over the links
@@ -687,7 +776,8 @@ fn replay(sws: &[&Switch], info: &P4Info, w: &Walk, f: Found) -> Counterexample 
     let inner = w.space.witness(&f.set);
     let mut p = PacketIn {
         ingress_port: port,
-        vxlan_vni: vni,
+        // a host's tunnels: the VNI of a packet of the set
+        vxlan_vni: vni.or_else(|| inner.as_ref().and_then(|x| x.vxlan_vni)),
         outer_dst: addr,
         proto: inner.as_ref().map_or(6, |x| x.proto),
         src: inner.as_ref().map_or(0xc633_6407, |x| x.src),
@@ -744,7 +834,7 @@ fn replay(sws: &[&Switch], info: &P4Info, w: &Walk, f: Found) -> Counterexample 
     }
     cites.extend(f.facts);
     Counterexample {
-        invariant: "REACH-2".into(),
+        invariant: f.invariant.into(),
         summary: format!("{} (e.g. {})", f.summary, super::invariants::show(&first)),
         packet: Some(super::frame::packet(w.names[entry], &first)),
         paths: vec![PathCx { hops, end }],
