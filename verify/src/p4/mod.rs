@@ -91,7 +91,7 @@ pub fn decode_text(path: &Path, text: &str) -> Result<Vec<Update>, ArtifactError
 pub fn build_switch(name: &str, sw: &SwitchText) -> Result<switch::Switch, ArtifactError> {
     let updates = decode_text(&sw.path, &sw.text)?;
     let file = sw.path.display().to_string();
-    switch::Switch::apply(name, &file, &updates)
+    switch::Switch::apply(name, &file, &updates, &p4info()?)
         .map_err(|e| artifact_error(format!("{}:{}", e.file, e.line), e.message))
 }
 
