@@ -7,8 +7,8 @@
 //! citing the `.txtpb` line that installed each) → [`ingress`] (netc.p4's
 //! ingress control flow run on one concrete packet over those entries) →
 //! [`symbolic`] (the same control flow on every packet at once, BDDs) →
-//! [`invariants`] (the switch checks of specs/invariants.md §5b on it;
-//! [`frame`] writes their counterexample packets).
+//! [`invariants`] (the switch checks of specs/invariants.md §5b on it,
+//! AFF-1's in [`affinity`]; [`frame`] writes their counterexample packets).
 //!
 //! Expects: an artifact directory. Guarantees: when `DIR/p4/` exists, the
 //! P4 table relations the network model and the table checks read
@@ -25,6 +25,7 @@ pub mod switch;
 pub mod ingress;
 pub mod symbolic;
 pub mod invariants;
+pub mod affinity;
 pub mod frame;
 
 use crate::artifacts::{ArtifactError, Row, SwitchText};
