@@ -19,7 +19,9 @@
 //! - AFF-1 (switch side, `affinity.rs`): every switch balancing an
 //!   endpoint does, slot by slot, what every other instance of it (each
 //!   other switch, each software Mux's `agent_mux_*` rows) does: the same
-//!   member, delivered (a drop where another delivers is a violation).
+//!   member, delivered (a drop where another delivers is a violation);
+//! - PUSH-1 (switch side, `push.rs`): every multicast group an entry names
+//!   is installed.
 //!
 //! Each violation gives a concrete packet of the offending class (a
 //! witness whose hash takes the slot; its frame, VXLAN-encapsulated when it
@@ -308,6 +310,7 @@ pub fn check(a: &Artifacts, policy: &Policy) -> Result<Checked, ArtifactError> {
     let built = switches(a, &info, |i, sw, model| {
         outcomes += model.outcomes.len();
         instances.extend(switch_instances(i, model));
+        out.extend(crate::push::switch(sw, &info));
         if !policy.from_intent {
             return;
         }
