@@ -269,7 +269,9 @@ pub(crate) fn assemble(
             .or_default()
             .extend(kept.into_iter().take(input.limit));
     };
-    table("PUSH-1", tf.push1);
+    let mut push1 = tf.push1;
+    cite_flows(input, &mut push1);
+    table("PUSH-1", push1);
     table("AFF-1", tf.aff1);
     table("AFF-3", tf.aff3);
     table("AFF-4", tf.aff4);
@@ -437,6 +439,41 @@ fn cite_intent(input: &Input, found: &mut BTreeMap<&str, Vec<Counterexample>>) {
             let at = c.split_whitespace().next().unwrap_or("");
             if let Some((rel, r)) = rows.get(at) {
                 extra.extend(input.provenance.row(rel, r));
+            }
+        }
+        for e in extra {
+            if !cx.cites.contains(&e) {
+                cx.cites.push(e);
+            }
+        }
+    }
+}
+
+/// Adds to each counterexample the rules and intent facts behind the OVS
+/// flows it cites by `file:line` (PUSH-1 cites flows, not paths).
+fn cite_flows(input: &Input, cxs: &mut [Counterexample]) {
+    let cited: std::collections::BTreeSet<&str> = cxs
+        .iter()
+        .flat_map(|cx| &cx.cites)
+        .filter_map(|c| c.split_whitespace().next())
+        .collect();
+    if cited.is_empty() {
+        return;
+    }
+    let mut flows: BTreeMap<String, (&str, &FlowText)> = BTreeMap::new();
+    for (host, fs) in &input.artifacts.flows {
+        for f in fs {
+            if cited.contains(f.at.as_str()) {
+                flows.insert(f.at.clone(), (host.as_str(), f));
+            }
+        }
+    }
+    for cx in cxs {
+        let mut extra = Vec::new();
+        for c in &cx.cites {
+            let at = c.split_whitespace().next().unwrap_or("");
+            if let Some((host, f)) = flows.get(at) {
+                extra.extend(input.provenance.flow(host, f));
             }
         }
         for e in extra {
