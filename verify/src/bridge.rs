@@ -4,7 +4,12 @@
 //! Guarantees: [`Bridge::run`] follows OpenFlow semantics for the modelled
 //! subset — in a table the highest-priority matching flow wins (a flow's hit
 //! set is the packets it matches minus every earlier flow's, by priority
-//! then file order), `resubmit` runs another table, `group` runs every
+//! then file order; where flows of one priority with different actions
+//! overlap, each of them may win: OpenFlow leaves it undefined, of two
+//! with one match OVS keeps the one added last, and a push that reconciles
+//! by cookie adds the missing one again, so either can be what the bridge
+//! holds — both are paths here, and PUSH-1's finding, `push.rs`),
+//! `resubmit` runs another table, `group` runs every
 //! bucket (`all`: each copy; `select`: each possible choice), a table miss
 //! drops — and returns one [`Outcome`] per (path, end) with the exact set of
 //! *original* packets that take it. Writes are tracked per path as
@@ -479,44 +484,41 @@ impl Bridge {
     }
 
     /// `groups` parsed, a group whose text is the same taking `old`'s
-    /// parsed buckets (`old` is left without groups).
+    /// parsed buckets (`old` is left without groups). Of two lines with one
+    /// id the last is the group, as in [`Bridge::new`] (OVS refuses such a
+    /// bundle: PUSH-1's finding).
     fn patched_groups(
         old: &mut Bridge,
         groups: &[GroupText],
     ) -> Result<BTreeMap<u32, Group>, FlowError> {
-        let mut new_buckets: BTreeMap<u32, Option<Vec<Vec<Action>>>> = BTreeMap::new();
-        for g in groups {
+        let last: BTreeMap<u32, &GroupText> = groups.iter().map(|g| (g.id, g)).collect();
+        // parsed before anything of `old` moves (an error leaves it as it was)
+        let mut parsed: BTreeMap<u32, Vec<Vec<Action>>> = BTreeMap::new();
+        for (id, g) in &last {
             let same = old
                 .groups
-                .get(&g.id)
+                .get(id)
                 .is_some_and(|k| k.text.kind == g.kind && k.text.buckets == g.buckets);
-            let parsed = match same {
-                true => None,
-                false => Some(
-                    ofctl::parse_buckets(&g.buckets).map_err(|source| FlowError {
-                        at: g.at.clone(),
-                        source,
-                    })?,
-                ),
-            };
-            new_buckets.insert(g.id, parsed);
+            if !same {
+                let b = ofctl::parse_buckets(&g.buckets).map_err(|source| FlowError {
+                    at: g.at.clone(),
+                    source,
+                })?;
+                parsed.insert(*id, b);
+            }
         }
         let mut old_groups = std::mem::take(&mut old.groups);
         let mut gs = BTreeMap::new();
-        for g in groups {
-            let buckets = match new_buckets.get_mut(&g.id).and_then(Option::take) {
+        for (id, g) in last {
+            let buckets = match parsed.remove(&id) {
                 Some(b) => b,
-                None => match old_groups.remove(&g.id) {
-                    Some(k) => k.buckets,
-                    // a later group of the same id took them: parse again
-                    None => ofctl::parse_buckets(&g.buckets).map_err(|source| FlowError {
-                        at: g.at.clone(),
-                        source,
-                    })?,
-                },
+                None => old_groups
+                    .remove(&id)
+                    .map(|k| k.buckets)
+                    .unwrap_or_default(),
             };
             gs.insert(
-                g.id,
+                id,
                 Group {
                     text: g.clone(),
                     buckets,
@@ -690,7 +692,9 @@ impl Bridge {
     }
 
     /// The flows of `table` that may match `pkt`, each with the union of
-    /// the earlier flows that overlap it (its shadow). Overlap is decided
+    /// the earlier flows that overlap it (its shadow; a flow of its own
+    /// priority with other actions shadows nothing of it: either may win,
+    /// see the module's note). Overlap is decided
     /// first on the constraints (two exact values of one field never
     /// overlap; flows are indexed by their exact `nw_dst`), so a table of k
     /// host routes costs O(k), not O(k²) BDD operations.
@@ -713,8 +717,9 @@ impl Bridge {
             return hit;
         }
         let mut out = Vec::new();
-        // earlier exact flows: their effective constraints and match
-        let mut earlier: Vec<(Vec<Constraint>, Bdd)> = Vec::new();
+        // earlier exact flows: their effective constraints and match, and
+        // which flow each is
+        let mut earlier: Vec<(Vec<Constraint>, Bdd, u32)> = Vec::new();
         let mut by_dst: HashMap<u128, Vec<usize>> = HashMap::new();
         let mut any_dst: Vec<usize> = Vec::new();
         let full = Field::NwDst.mask();
@@ -769,7 +774,11 @@ impl Bridge {
             };
             let mut shadow = space.none();
             for j in candidates {
-                let (ec, em) = &earlier[j];
+                let (ec, em, e) = &earlier[j];
+                let g = &self.flows[*e as usize];
+                if g.text.priority == f.text.priority && g.actions != f.actions {
+                    continue;
+                }
                 if !disjoint(&eff, ec) {
                     shadow = shadow.or(em);
                 }
@@ -784,7 +793,7 @@ impl Bridge {
                     Some(d) => by_dst.entry(d).or_default().push(earlier.len()),
                     None => any_dst.push(earlier.len()),
                 }
-                earlier.push((eff, m));
+                earlier.push((eff, m, i));
             }
         }
         let rc = Rc::new(out);

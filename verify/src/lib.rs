@@ -16,7 +16,8 @@
 //! 4. [`checks`] traces every packet every VM can send and checks ISO-1/2/3,
 //!    REACH-1 and ACL-1 on the outcomes; [`tables`] checks AFF-1, AFF-2,
 //!    AFF-4 and CAP-1 on the tables; [`nf`] checks AFF-3 on the NF taps'
-//!    paths and groups;
+//!    paths and groups; [`push`] checks PUSH-1 (each bridge loads its
+//!    artifacts, and no two of its flows leave OVS's choice undefined);
 //! 5. each violation becomes a [`report::Counterexample`]: a concrete
 //!    packet ([`packet`]: frame + pcap), its paths hop by hop with the flow
 //!    or entry matched at each hop (`file:line`), and the rules and intent
@@ -58,6 +59,7 @@ pub mod packet;
 pub mod plan;
 pub mod policy;
 pub mod predict;
+pub mod push;
 mod readers;
 pub mod report;
 pub mod row_moves;
@@ -134,9 +136,9 @@ pub enum VerifyError {
     Switch(#[from] artifacts::ArtifactError),
 }
 
-const ORDER: [&str; 14] = [
-    "ISO-1", "ISO-2", "ISO-3", "REACH-1", "REACH-2", "ACL-1", "ACL-2", "AFF-1", "AFF-2", "AFF-3",
-    "AFF-4", "CAP-1", "ROUTE-1", "PLAN-1",
+const ORDER: [&str; 15] = [
+    "PUSH-1", "ISO-1", "ISO-2", "ISO-3", "REACH-1", "REACH-2", "ACL-1", "ACL-2", "AFF-1", "AFF-2",
+    "AFF-3", "AFF-4", "CAP-1", "ROUTE-1", "PLAN-1",
 ];
 
 /// Verifies one artifact set.
@@ -195,6 +197,8 @@ pub fn cache_sizes(net: &Network) {
 /// What the checks on tables (not on paths) found, uncapped.
 #[derive(Clone, Default)]
 pub struct TableFindings {
+    /// PUSH-1 on the bridges (the switches' share comes with their checks).
+    pub push1: Vec<Counterexample>,
     pub aff1: Vec<Counterexample>,
     pub aff3: Vec<Counterexample>,
     pub aff4: Vec<Counterexample>,
@@ -208,6 +212,10 @@ pub struct TableFindings {
 impl TableFindings {
     pub fn check(net: &Network, input: &Input) -> TableFindings {
         TableFindings {
+            push1: push::push1(net, input.artifacts)
+                .into_values()
+                .flatten()
+                .collect(),
             aff1: tables::aff1(input.artifacts, input.policy),
             aff3: nf::aff3(net, input.artifacts, input.policy, input.limit),
             aff4: tables::aff4(input.artifacts, input.policy),
@@ -261,6 +269,9 @@ pub(crate) fn assemble(
             .or_default()
             .extend(kept.into_iter().take(input.limit));
     };
+    let mut push1 = tf.push1;
+    cite_flows(input, &mut push1);
+    table("PUSH-1", push1);
     table("AFF-1", tf.aff1);
     table("AFF-3", tf.aff3);
     table("AFF-4", tf.aff4);
@@ -319,6 +330,9 @@ pub(crate) fn assemble(
                 "{} traced; the {n_switches} P4 switches' checks need the intent (pass the intent files)",
                 if n_vms == 0 { "no VMs".to_string() } else { format!("every packet of {n_vms} VMs") }
             )),
+            "PUSH-1" if net.bridges.is_empty() && n_switches == 0 => {
+                Some("no OVS bridges and no P4 switches in the artifacts: nothing to check".into())
+            }
             "ISO-1" | "ISO-2" | "ISO-3" | "REACH-1" | "ACL-1" if n_vms == 0 && n_switches == 0 => {
                 Some("no VMs and no P4 switches in the artifacts: nothing to check".into())
             }
@@ -357,6 +371,13 @@ pub(crate) fn assemble(
                     "{} VIP/TIP address{} walked from every switch; {switch_detail}",
                     switches.followed,
                     if switches.followed == 1 { "" } else { "es" }
+                )
+            } else if inv == "PUSH-1" {
+                let (nb, s) = (net.bridges.len(), |n: usize| if n == 1 { "" } else { "s" });
+                format!(
+                    "{nb} bridge{}: every group a flow names defined once, no two flows of a table and priority overlap with other actions; {n_switches} switch{}: every multicast group an entry names installed",
+                    s(nb),
+                    if n_switches == 1 { "" } else { "es" }
                 )
             } else {
                 let d = detail_of(inv, res, input.policy);
@@ -430,6 +451,41 @@ fn cite_intent(input: &Input, found: &mut BTreeMap<&str, Vec<Counterexample>>) {
             let at = c.split_whitespace().next().unwrap_or("");
             if let Some((rel, r)) = rows.get(at) {
                 extra.extend(input.provenance.row(rel, r));
+            }
+        }
+        for e in extra {
+            if !cx.cites.contains(&e) {
+                cx.cites.push(e);
+            }
+        }
+    }
+}
+
+/// Adds to each counterexample the rules and intent facts behind the OVS
+/// flows it cites by `file:line` (PUSH-1 cites flows, not paths).
+fn cite_flows(input: &Input, cxs: &mut [Counterexample]) {
+    let cited: std::collections::BTreeSet<&str> = cxs
+        .iter()
+        .flat_map(|cx| &cx.cites)
+        .filter_map(|c| c.split_whitespace().next())
+        .collect();
+    if cited.is_empty() {
+        return;
+    }
+    let mut flows: BTreeMap<String, (&str, &FlowText)> = BTreeMap::new();
+    for (host, fs) in &input.artifacts.flows {
+        for f in fs {
+            if cited.contains(f.at.as_str()) {
+                flows.insert(f.at.clone(), (host.as_str(), f));
+            }
+        }
+    }
+    for cx in cxs {
+        let mut extra = Vec::new();
+        for c in &cx.cites {
+            let at = c.split_whitespace().next().unwrap_or("");
+            if let Some((host, f)) = flows.get(at) {
+                extra.extend(input.provenance.flow(host, f));
             }
         }
         for e in extra {

@@ -24,6 +24,8 @@
 //!   SNAT range's tenant ([`tables::aff4_vm_reads`]);
 //! - CAP-1: [`tables::CAP1_RELATIONS`] and the capacities (each
 //!   switch's table use kept, moved by the rows added and removed);
+//! - PUSH-1 on the bridges: each bridge's flows and groups only; kept per
+//!   bridge, re-run for the dirty devices;
 //! - AFF-3: the whole network (it traces NF taps); re-run whenever either
 //!   generation has taps, else vacuous (which bridges have taps is kept,
 //!   re-read for the dirty devices: a scan of every flow was most of an
@@ -37,7 +39,7 @@ use crate::policy::Policy;
 use crate::report::Counterexample;
 use crate::row_moves::RowMoves;
 use crate::tables::{self, Endpoint, Grant};
-use crate::{nf, TableFindings};
+use crate::{nf, push, TableFindings};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// What of a generation an update may have changed, for the table checks.
@@ -69,6 +71,8 @@ impl Touched<'_> {
 
 /// Each table check's findings on the current generation.
 pub struct TableChecks {
+    /// PUSH-1's findings per bridge ([`push::push1`]).
+    push1: BTreeMap<String, Vec<Counterexample>>,
     aff1_vectors: BTreeMap<Endpoint, Vec<Counterexample>>,
     /// Each AFF-1 vector row's endpoint, moved with the rows: an update
     /// parses only the rows added.
@@ -108,6 +112,7 @@ impl TableChecks {
         let (aff4_owners, aff4_tenants) = tables::aff4_vm_reads(a);
         let cap_use = tables::cap1_use(a);
         TableChecks {
+            push1: push::push1(net, a),
             aff1_vectors: tables::aff1_vectors_by_endpoint(a, None, None),
             endpoints: tables::row_endpoints(a),
             aff1_tunnels: tunnel_findings(a, p),
@@ -136,6 +141,18 @@ impl TableChecks {
         self.rerun.clear();
         self.rerun_millis.clear();
         let mut t0 = std::time::Instant::now();
+        let mut bridges_dirty = false;
+        for dev in &t.dirty.devices {
+            let found = net.bridge(dev).map(|b| push::bridge(b, a));
+            bridges_dirty |= found.is_some() || self.push1.contains_key(dev);
+            match found {
+                Some(cxs) if !cxs.is_empty() => self.push1.insert(dev.clone(), cxs),
+                _ => self.push1.remove(dev),
+            };
+        }
+        if bridges_dirty {
+            self.ran("PUSH-1 of dirty bridges", &mut t0);
+        }
         if t.any(&tables::AFF1_VECTOR_RELATIONS) {
             // only the endpoints of rows added or removed can differ (a
             // dirty software Mux holds every VIP: its rows are diffed, not
@@ -276,6 +293,7 @@ impl TableChecks {
         let mut aff1: Vec<Counterexample> = self.aff1_vectors.values().flatten().cloned().collect();
         aff1.extend(self.aff1_tunnels.iter().map(|(_, _, c)| c.clone()));
         TableFindings {
+            push1: self.push1.values().flatten().cloned().collect(),
             aff1,
             aff3: self.aff3.clone(),
             aff4: self.aff4.clone(),

@@ -123,12 +123,7 @@ impl<'a> Run<'a> {
         let action = match &e.action {
             Some(EntryAction::Action(a)) => a.clone(),
             Some(EntryAction::Member(m)) => {
-                let (a, l) = self
-                    .sw
-                    .members
-                    .iter()
-                    .find(|((_, id), _)| id == m)
-                    .map(|(_, v)| v)?;
+                let (a, l) = self.sw.member(e.table_id, *m)?;
                 self.cites
                     .push(format!("{}:{l}  {} member {m}", self.sw.file, self.sw.name));
                 a.clone()
@@ -312,7 +307,7 @@ updates { type: INSERT entity { table_entry { table_id: 33554445
         let info = request::read_p4info("p4info", request::NETC_P4INFO).unwrap();
         let tree = textpb::parse("s.txtpb", REQ).unwrap();
         let ups = request::decode("s.txtpb", &tree, &info).unwrap();
-        (Switch::apply("s", "s.txtpb", &ups).unwrap(), info)
+        (Switch::apply("s", "s.txtpb", &ups, &info).unwrap(), info)
     }
 
     fn pkt(src: u32, sport: u16) -> PacketIn {

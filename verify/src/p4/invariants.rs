@@ -16,12 +16,15 @@
 //!   (`dos_blackhole`) is load-balanced by the switch;
 //! - ROUTE-1 (gateway routes): an Anolis cluster's gateway route has one
 //!   slot per current peer, slot `i` the `i`-th by ring position;
-//! - AFF-1 (switch side): every switch balancing an endpoint chooses, slot
-//!   by slot, the member every other instance of it (each other switch,
-//!   each software Mux's `agent_mux_*` rows) chooses;
-//! - REACH-2 (balanced traffic reaches its holder): each switch is
-//!   summarised for the VIPs and TIPs followed, and [`super::reach`] walks
-//!   them across the fabric once every switch is summarised.
+//! - AFF-1 (switch side, `affinity.rs`): every switch balancing an
+//!   endpoint does, slot by slot, what every other instance of it (each
+//!   other switch, each software Mux's `agent_mux_*` rows) does: the same
+//!   member, delivered (a drop where another delivers is a violation);
+//! - PUSH-1 (switch side, `push.rs`): every multicast group an entry names
+//!   is installed.
+//! - REACH-2 and REACH-1 on the underlay: each switch is summarised for
+//!   the VIPs, TIPs and hosts followed, and [`super::reach`] walks them
+//!   across the fabric once every switch is summarised.
 //!
 //! Each violation gives a concrete packet of the offending class (a
 //! witness whose hash takes the slot; its frame, VXLAN-encapsulated when it
@@ -29,13 +32,13 @@
 //! interpreter matched for it hop by hop (`file:line`), and the intent
 //! facts behind the expectation (`file:line`).
 
+use super::affinity::{affinity, smux_instances, switch_instances};
 use super::ingress::{Fate, PacketIn};
 use super::switch::Switch;
 use super::symbolic::{Key, Model};
 use crate::artifacts::{ArtifactError, Artifacts, Row};
 use crate::policy::{Facts, Policy};
 use crate::report::Counterexample;
-use netc_compiler::functors::hash5_v4;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;
 use std::sync::{Arc, Mutex};
@@ -60,7 +63,7 @@ pub struct SwitchIntent {
     pub fabric: super::reach::Fabric,
 }
 
-fn ip(t: &str) -> Option<u32> {
+pub(super) fn ip(t: &str) -> Option<u32> {
     t.parse::<Ipv4Addr>().ok().map(u32::from)
 }
 
@@ -261,7 +264,7 @@ impl Ctx<'_> {
     }
 }
 
-fn counterexample(
+pub(super) fn counterexample(
     sw: &Switch,
     info: &super::request::P4Info,
     inv: &str,
@@ -321,6 +324,7 @@ pub fn check(a: &Artifacts, policy: &Policy) -> Result<Checked, ArtifactError> {
     let built = switches(a, &info, |i, sw, model| {
         outcomes += model.outcomes.len();
         instances.extend(switch_instances(i, model));
+        out.extend(crate::push::switch(sw, &info));
         if !policy.from_intent {
             return;
         }
@@ -348,191 +352,6 @@ pub fn check(a: &Artifacts, policy: &Policy) -> Result<Checked, ArtifactError> {
     done.switches = sws.len();
     done.counterexamples = out;
     Ok(done)
-}
-
-/// A load-balanced endpoint: (vni, vip, proto, port).
-type Endpoint = (u32, u32, u8, u16);
-/// A vector slot's member: (mvni, member).
-type Member = (u32, u32);
-
-/// One instance of a load-balanced endpoint: its `n` and slot → (mvni, member).
-struct Instance {
-    /// The switch's index in the switch list, or None for a software Mux.
-    switch: Option<usize>,
-    name: String,
-    /// (vni, vip, proto, port).
-    endpoint: Endpoint,
-    n: u128,
-    slots: BTreeMap<u128, Option<Member>>,
-    /// For a software Mux, its `agent_mux_vip` row's `file:line`.
-    at: String,
-    /// For a switch, a packet its entry balances (any slot).
-    sample: Option<PacketIn>,
-}
-
-/// The software Muxes' vectors (`agent_mux_vip` + `agent_mux_member` rows).
-fn smux_instances(a: &Artifacts) -> Vec<Instance> {
-    let rows = |r: &str| a.relations.get(r).map(Vec::as_slice).unwrap_or(&[]);
-    let num = |t: &str| t.parse::<u128>().ok();
-    // (mux, vip, proto, port) → slot → member
-    let mut members: BTreeMap<(&str, u32, u8, u16), BTreeMap<u128, Member>> = BTreeMap::new();
-    for r in rows("agent_mux_member") {
-        let v = &r.vals;
-        let (Some(vip), Some(proto), Some(port), Some(idx), Some(mvni), Some(m)) = (
-            v.get(1).and_then(|t| ip(t)),
-            v.get(2).and_then(|t| num(t)),
-            v.get(3).and_then(|t| num(t)),
-            v.get(4).and_then(|t| num(t)),
-            v.get(5).and_then(|t| num(t)),
-            v.get(6).and_then(|t| ip(t)),
-        ) else {
-            continue;
-        };
-        members
-            .entry((v[0].as_str(), vip, proto as u8, port as u16))
-            .or_default()
-            .insert(idx, (mvni as u32, m));
-    }
-    let mut out = Vec::new();
-    for r in rows("agent_mux_vip") {
-        let v = &r.vals;
-        let (Some(vni), Some(vip), Some(proto), Some(port), Some(n)) = (
-            v.get(1).and_then(|t| num(t)),
-            v.get(2).and_then(|t| ip(t)),
-            v.get(3).and_then(|t| num(t)),
-            v.get(4).and_then(|t| num(t)),
-            v.get(5).and_then(|t| num(t)),
-        ) else {
-            continue;
-        };
-        let m = members.get(&(v[0].as_str(), vip, proto as u8, port as u16));
-        out.push(Instance {
-            switch: None,
-            name: v[0].clone(),
-            endpoint: (vni as u32, vip, proto as u8, port as u16),
-            n,
-            slots: (0..n)
-                .map(|i| (i, m.and_then(|m| m.get(&i).copied())))
-                .collect(),
-            at: r.at.clone(),
-            sample: None,
-        });
-    }
-    out
-}
-
-/// A switch's vectors, read from its symbolic ingress: per (table,
-/// endpoint), the member each slot's outcome chose.
-fn switch_instances(i: usize, model: &Model) -> Vec<Instance> {
-    let mut by: BTreeMap<(&str, Endpoint), Instance> = BTreeMap::new();
-    for o in &model.outcomes {
-        let (Some(lb), Some(slot)) = (&o.lb, o.slot) else {
-            continue;
-        };
-        // Rubik's local mappings serve only their ToR's own sources with
-        // local DIPs: another vector by design, not compared (as §4's rows)
-        if lb.table == "vip_local" {
-            continue;
-        }
-        let inst = by
-            .entry((lb.table, lb.endpoint))
-            .or_insert_with(|| Instance {
-                switch: Some(i),
-                name: String::new(),
-                endpoint: lb.endpoint,
-                n: slot.n,
-                slots: BTreeMap::new(),
-                at: String::new(),
-                sample: model.space.witness(&o.set),
-            });
-        inst.slots.entry(slot.idx).or_insert(lb.member);
-    }
-    by.into_values().collect()
-}
-
-/// The member an instance chooses for hash value `h5`.
-fn choice(i: &Instance, h5: u32) -> Option<Member> {
-    i.slots.get(&(u128::from(h5) % i.n)).copied().flatten()
-}
-
-/// AFF-1 on the switches: each switch instance against the first instance
-/// of its endpoint (a software Mux when one serves it, else the first
-/// switch); a counterexample is a client packet the two send to different
-/// members.
-fn affinity(
-    sws: &[&Switch],
-    info: &super::request::P4Info,
-    instances: &[Instance],
-    out: &mut Vec<Counterexample>,
-) {
-    let mut by: BTreeMap<Endpoint, Vec<&Instance>> = BTreeMap::new();
-    for i in instances {
-        by.entry(i.endpoint).or_default().push(i);
-    }
-    for ((_, vip, proto, port), is) in by {
-        let Some(reference) = is.first() else {
-            continue;
-        };
-        for other in is.iter().skip(1).filter(|i| i.switch.is_some()) {
-            if other.n == reference.n && other.slots == reference.slots {
-                continue;
-            }
-            let Some(sw) = other.switch.and_then(|k| sws.get(k)) else {
-                continue;
-            };
-            // a packet the switch balances, with a source port whose hash
-            // the two instances map differently
-            let Some(mut p) = other.sample.clone() else {
-                continue;
-            };
-            let hash = |sp: u16| hash5_v4(p.proto, p.src, p.dst, sp, p.dport);
-            let Some(sport) = (0..=u16::MAX).find(|sp| {
-                let h = hash(*sp);
-                choice(reference, h) != choice(other, h)
-            }) else {
-                continue;
-            };
-            p.sport = sport;
-            let h = hash(sport);
-            let show_m = |m: Option<Member>| {
-                m.map_or("no member".to_string(), |(v, a)| {
-                    format!("{} (vni {v})", Ipv4Addr::from(a))
-                })
-            };
-            let ref_name = match reference.switch.and_then(|k| sws.get(k)) {
-                Some(s) => format!("switch {}", s.name),
-                None => format!("software Mux {}", reference.name),
-            };
-            let summary = format!(
-                "switch {} (n = {}) and {ref_name} (n = {}) map {}:{port}/{proto} differently: hash5 = {h}, {} picks {} but {ref_name} picks {}",
-                sw.name,
-                other.n,
-                reference.n,
-                Ipv4Addr::from(vip),
-                sw.name,
-                show_m(choice(other, h)),
-                show_m(choice(reference, h)),
-            );
-            let mut cx = counterexample(sw, info, "AFF-1", summary, &p, &[]);
-            match reference.switch.and_then(|k| sws.get(k)) {
-                Some(rs) => {
-                    let t = rs.ingress(info, &p);
-                    cx.paths.push(crate::report::PathCx {
-                        hops: std::iter::once(format!("{} ingress {}", rs.name, show(&p)))
-                            .chain(t.cites.iter().map(|c| format!("  entry {c}")))
-                            .collect(),
-                        end: format!("{}: {}", rs.name, fate_text(&t.fate)),
-                    });
-                    cx.cites.extend(t.cites);
-                }
-                None => cx.cites.push(format!(
-                    "{}  agent_mux_vip of {}",
-                    reference.at, reference.name
-                )),
-            }
-            out.push(cx);
-        }
-    }
 }
 
 /// The intent facts behind an edge or multicast expectation: the host's

@@ -7,9 +7,10 @@
 //! citing the `.txtpb` line that installed each) → [`ingress`] (netc.p4's
 //! ingress control flow run on one concrete packet over those entries) →
 //! [`symbolic`] (the same control flow on every packet at once, BDDs) →
-//! [`invariants`] (the switch checks of specs/invariants.md §5b on it;
-//! [`reach`] walks the fabric switch to switch for REACH-2; [`frame`]
-//! writes their counterexample packets).
+//! [`invariants`] (the switch checks of specs/invariants.md §5b on it,
+//! AFF-1's in [`affinity`]; [`reach`] walks the fabric switch to switch for
+//! REACH-2 and REACH-1 on the underlay; [`frame`] writes their
+//! counterexample packets).
 //!
 //! Expects: an artifact directory. Guarantees: when `DIR/p4/` exists, the
 //! P4 table relations the network model and the table checks read
@@ -26,6 +27,7 @@ pub mod switch;
 pub mod ingress;
 pub mod symbolic;
 pub mod invariants;
+pub mod affinity;
 pub mod reach;
 pub mod frame;
 
@@ -93,7 +95,7 @@ pub fn decode_text(path: &Path, text: &str) -> Result<Vec<Update>, ArtifactError
 pub fn build_switch(name: &str, sw: &SwitchText) -> Result<switch::Switch, ArtifactError> {
     let updates = decode_text(&sw.path, &sw.text)?;
     let file = sw.path.display().to_string();
-    switch::Switch::apply(name, &file, &updates)
+    switch::Switch::apply(name, &file, &updates, &p4info()?)
         .map_err(|e| artifact_error(format!("{}:{}", e.file, e.line), e.message))
 }
 

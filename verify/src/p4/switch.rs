@@ -3,9 +3,9 @@
 //! Expects: the decoded updates of one `p4/<switch>.txtpb` and the P4Info.
 //! Guarantees: the updates are applied in order to an empty switch as a
 //! P4Runtime server would (an INSERT of a key that exists, a MODIFY or
-//! DELETE of one that does not, an entry pointing to a member that is not
-//! there, or a default entry set by INSERT is an error at the update's
-//! `file:line`); the result is the switch's state, read back as rows of the
+//! DELETE of one that does not, an entry pointing to a member its table's
+//! action profile does not hold, or a default entry set by INSERT is an
+//! error at the update's `file:line`); the result is the switch's state, read back as rows of the
 //! located `p4_*` relations (specs/targets.md §1), each row citing the line
 //! of the update that installed it. Tables are found by their P4Info alias,
 //! members are resolved through their action profile (`to_member(mvni,
@@ -29,6 +29,9 @@ pub struct Switch {
     pub members: BTreeMap<(u32, u32), (Action, u32)>,
     /// multicast group id → replicas (port, instance).
     pub groups: BTreeMap<u32, (Vec<(u32, u32)>, u32)>,
+    /// table id → the action profile that implements it (P4Info): an
+    /// entry's member id names a member of that profile only.
+    profile_of: BTreeMap<u32, u32>,
 }
 
 /// A table entry's identity on the switch.
@@ -72,14 +75,32 @@ pub struct StateError {
 }
 
 impl Switch {
-    /// Applies `updates` to an empty switch.
-    pub fn apply(name: &str, file: &str, updates: &[Update]) -> Result<Switch, StateError> {
+    /// The member an entry of `table` names by `id`, with its line: one of
+    /// the table's own action profile, as the switch resolves it (two
+    /// profiles may both have a member `id`).
+    pub fn member(&self, table: u32, id: u32) -> Option<&(Action, u32)> {
+        self.members.get(&(*self.profile_of.get(&table)?, id))
+    }
+
+    /// Applies `updates` to an empty switch running the program of `info`.
+    pub fn apply(
+        name: &str,
+        file: &str,
+        updates: &[Update],
+        info: &P4Info,
+    ) -> Result<Switch, StateError> {
+        let profile_of = info
+            .profile_tables
+            .iter()
+            .flat_map(|(p, ts)| ts.iter().map(move |t| (*t, *p)))
+            .collect();
         let mut s = Switch {
             name: name.to_string(),
             file: file.to_string(),
             entries: BTreeMap::new(),
             members: BTreeMap::new(),
             groups: BTreeMap::new(),
+            profile_of,
         };
         let err = |line: u32, message: String| StateError {
             file: file.to_string(),
@@ -143,8 +164,12 @@ impl Switch {
                         ));
                     }
                     if let Some(EntryAction::Member(m)) = &e.action {
-                        if !s.members.keys().any(|(_, id)| id == m) {
-                            return Err(err(u.line, format!("the entry points to member {m}, which is not installed (members must come first)")));
+                        if s.member(e.table_id, *m).is_none() {
+                            let whose = match s.profile_of.get(&e.table_id) {
+                                Some(p) => format!("action profile {p}"),
+                                None => "no action profile (the table has none)".into(),
+                            };
+                            return Err(err(u.line, format!("the entry points to member {m}, which {whose} does not hold (members must come first; P4Runtime refuses the entry)")));
                         }
                     }
                     match (kind, s.entries.contains_key(&k)) {
@@ -204,11 +229,7 @@ impl Switch {
             let action = match &e.action {
                 Some(EntryAction::Action(a)) => Some(a.clone()),
                 Some(EntryAction::Member(id)) => {
-                    let found = self
-                        .members
-                        .iter()
-                        .find(|((_, m), _)| m == id)
-                        .map(|(_, (a, _))| a.clone());
+                    let found = self.member(e.table_id, *id).map(|(a, _)| a.clone());
                     Some(found.ok_or_else(|| err(*line, format!("member {id} is not installed")))?)
                 }
                 None => None,

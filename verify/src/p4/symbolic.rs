@@ -419,12 +419,7 @@ impl Build<'_> {
     fn resolve(&self, e: &TableEntry) -> Option<Action> {
         match &e.action {
             Some(EntryAction::Action(a)) => Some(a.clone()),
-            Some(EntryAction::Member(m)) => self
-                .sw
-                .members
-                .iter()
-                .find(|((_, id), _)| id == m)
-                .map(|(_, (a, _))| a.clone()),
+            Some(EntryAction::Member(m)) => self.sw.member(e.table_id, *m).map(|(a, _)| a.clone()),
             None => None,
         }
     }
@@ -947,7 +942,7 @@ mod tests {
                 }),
             );
         }
-        Switch::apply("s", "s.txtpb", &ups).unwrap()
+        Switch::apply("s", "s.txtpb", &ups, &info).unwrap()
     }
 
     fn packet() -> impl Strategy<Value = PacketIn> {
