@@ -10,7 +10,9 @@ What is asserted:
     `netc compile` runs of the old and new intent;
   * the deltas stream (long-poll) delivers the change to a waiting consumer;
   * bad intent is refused (422) and leaves the state as it was;
-  * after kill -9 the daemon restarts from the store with the same state.
+  * after kill -9 the daemon restarts from the store with the same state;
+  * the daemon reads files for a caller only under its --intent-dir
+    (`paths`, `.include`), and a refusal carries nothing of the file.
 Every daemon is stopped by its pid.
 """
 
@@ -102,8 +104,10 @@ class Daemon(OwnedProcess):
 def daemon(netc_bin, tmp_path):
     started: list[Daemon] = []
 
-    def start(*intent: Path, state: Path | None = None) -> Daemon:
-        d = Daemon(netc_bin, state or tmp_path / "state", *intent)
+    def start(*intent: Path, state: Path | None = None, intent_dir: Path | None = tmp_path) -> Daemon:
+        # the tests' intent files live in tmp_path: the directory `paths` may name
+        extra = ("--intent-dir", str(intent_dir)) if intent_dir is not None else ()
+        d = Daemon(netc_bin, state or tmp_path / "state", *intent, extra=extra)
         started.append(d)
         return d
 
@@ -273,3 +277,68 @@ def test_kill9_then_restart_recovers_the_committed_state(daemon, tmp_path):
     assert q_after["rows"] == q_before["rows"] and q_after["count"] > 0
     _, db2 = d2.call("POST", "/v1/query", {"query": 'vm("acme", "db2", _, _, H)'})
     assert db2["rows"] == [["acme", "db2", "02:00:00:00:01:04", "10.1.2.22", "h2"]]
+
+
+SECRET = "TOPSECRET-LINE-42 hunter2\n"
+
+
+def test_paths_are_refused_without_an_intent_dir(daemon, tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text(SECRET)
+    d = daemon(QUICKSTART, intent_dir=None)
+    for endpoint in ("/v1/plan", "/v1/apply"):
+        status, reply = d.call("POST", endpoint, {"paths": [str(secret)]})
+        assert status == 403 and reply["error"]["code"] == "path_refused", reply
+        assert "intent directory" in reply["error"]["message"] and reply["error"]["hint"]
+        assert "TOPSECRET" not in json.dumps(reply)
+    status, st = d.call("GET", "/v1/status")
+    assert st["generation"] == 0
+
+
+def test_paths_resolve_only_inside_the_intent_dir(daemon, tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text(SECRET)
+    intents = tmp_path / "intents"
+    intents.mkdir()
+    shutil.copy(QUICKSTART, intents / "intent.ndl")
+    (intents / "link.ndl").symlink_to(secret)
+    d = daemon(QUICKSTART, intent_dir=intents)
+    for given in (str(secret), "../secret.txt", str(intents / ".." / "secret.txt"), "link.ndl"):
+        status, reply = d.call("POST", "/v1/plan", {"paths": [given]})
+        assert status == 403 and reply["error"]["code"] == "path_refused", (given, reply)
+        assert "TOPSECRET" not in json.dumps(reply), given
+    # inside the directory: read, by a relative or an absolute path
+    for given in ("intent.ndl", str(intents.resolve() / "intent.ndl")):
+        status, reply = d.call("POST", "/v1/plan", {"paths": [given], "verify": False})
+        assert status == 200, (given, reply)
+
+
+def test_include_in_request_texts_names_only_the_request_or_the_intent_dir(daemon, tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text(SECRET)
+    intents = tmp_path / "intents"
+    intents.mkdir()
+    (intents / "link.ndl").symlink_to(secret)
+    (intents / "extra.ndl").write_text(NEW_VM)
+    d = daemon(QUICKSTART, intent_dir=intents)
+    quick = QUICKSTART.read_text()
+    for target in (str(secret), "../secret.txt", "sub/../../secret.txt", "link.ndl"):
+        text = f'.include "{target}"\n' + quick
+        status, reply = d.call("POST", "/v1/plan", {"files": [{"name": "intent.ndl", "text": text}]})
+        assert status == 422 and reply["error"]["code"] == "program_errors", (target, reply)
+        diagnostics = reply["error"]["detail"]["diagnostics"]
+        assert "E0005" in diagnostics and "intent.ndl:1:1" in diagnostics, diagnostics
+        assert "TOPSECRET" not in json.dumps(reply), target
+    # another file of the same request, included by its name: spliced in once
+    files = [
+        {"name": "net/intent.ndl", "text": '.include "more.ndl"\n' + quick},
+        {"name": "net/more.ndl", "text": NEW_VM},
+    ]
+    status, reply = d.call("POST", "/v1/plan", {"files": files, "verify": False})
+    assert status == 200, reply
+    assert reply["change"]["input_changes"] == 2, reply["change"]
+    # a file under the intent directory, included by its name
+    text = '.include "extra.ndl"\n' + quick
+    status, reply = d.call("POST", "/v1/plan", {"files": [{"name": "intent.ndl", "text": text}], "verify": False})
+    assert status == 200, reply
+    assert reply["change"]["input_changes"] == 2, reply["change"]

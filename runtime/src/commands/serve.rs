@@ -9,7 +9,7 @@ use std::path::PathBuf;
         "Keeps the intent compiled and evaluated; each change is committed into the running dataflow as a\n",
         "difference of facts (never a recompilation), and each device's output delta is published.\n\n",
         "Endpoints (JSON; every request needs `Authorization: Bearer <token>`; specs/serve.md):\n",
-        "  POST /v1/plan    {\"files\": [{\"name\", \"text\"}]} or {\"paths\": [...]}: the change, per device, and the verdict\n",
+        "  POST /v1/plan    {\"files\": [{\"name\", \"text\"}]} or {\"paths\": [...]} (under --intent-dir): the change, per device, and the verdict\n",
         "  POST /v1/apply   the same, verify (refuse a violation unless \"force\"), push every device, record a\n",
         "                   generation and publish the deltas; a device failure puts the others back (502)\n",
         "  POST /v1/verify  verify the current state      POST /v1/query {\"query\": \"vip_dip(V, D)\"}\n",
@@ -34,6 +34,10 @@ use std::path::PathBuf;
 pub struct ServeArgs {
     /// Intent files to start from when the store holds no generation yet.
     pub intent: Vec<PathBuf>,
+    /// The one directory whose files requests may name in `paths` (and `.include`); without it the
+    /// daemon reads intent only from request bodies.
+    #[arg(long, value_name = "DIR")]
+    pub intent_dir: Option<PathBuf>,
     /// Address to listen on (loopback unless you say otherwise; port 0 picks a free one).
     #[arg(long, default_value = "127.0.0.1:7878", value_name = "HOST:PORT")]
     pub listen: String,
@@ -63,6 +67,7 @@ pub fn run(a: ServeArgs) -> Outcome {
         state: a.state.as_deref(),
         token_file: a.token_file.as_deref(),
         intent: &a.intent,
+        intent_dir: a.intent_dir.as_deref(),
         rules: a.rules.as_deref(),
         inventory: a.inventory.as_deref(),
         no_push: a.no_push,

@@ -40,6 +40,9 @@ pub struct Shared {
     pub daemon: Mutex<Daemon>,
     pub deltas: DeltaLog,
     pub token: String,
+    /// `--intent-dir` (canonical): the only directory `paths` and
+    /// `.include` may read from.
+    pub intent_dir: Option<std::path::PathBuf>,
     /// When this daemon started (Unix seconds): the delta numbering's epoch.
     pub epoch: u64,
     /// Where applies are pushed.
@@ -168,11 +171,15 @@ fn current(shared: &Shared) -> Result<std::sync::MutexGuard<'_, Daemon>, ApiErro
     Ok(guard)
 }
 
-/// The intent of a request: `files` (texts) or `paths` (read by the daemon).
-fn intent_of(body: &Json) -> Result<Option<Vec<IntentText>>, ApiError> {
+/// The intent of a request: `files` (texts) or `paths` (read by the daemon,
+/// only under its intent directory: `paths.rs`).
+fn intent_of(
+    body: &Json,
+    intent_dir: Option<&std::path::Path>,
+) -> Result<Option<Vec<IntentText>>, ApiError> {
     let bad = |m: &str| {
         ApiError::new(400, "bad_request", m.to_string())
-            .hint("{\"files\": [{\"name\": \"intent.ndl\", \"text\": \"...\"}]} or {\"paths\": [\"/abs/intent.ndl\"]}")
+            .hint("{\"files\": [{\"name\": \"intent.ndl\", \"text\": \"...\"}]} or {\"paths\": [\"intent.ndl\"]} (under the daemon's --intent-dir)")
     };
     if let Some(files) = body.get("files") {
         let arr = files
@@ -199,10 +206,7 @@ fn intent_of(body: &Json) -> Result<Option<Vec<IntentText>>, ApiError> {
         let mut out = Vec::new();
         for p in arr {
             let p = p.as_str().ok_or_else(|| bad("`paths` must be strings"))?;
-            out.push(IntentText::read(std::path::Path::new(p)).map_err(|e| {
-                ApiError::new(400, "unreadable", e.to_string())
-                    .hint("paths are read by the daemon, relative to its working directory")
-            })?);
+            out.push(super::paths::read(intent_dir, p)?);
         }
         return Ok(Some(out));
     }
@@ -339,7 +343,8 @@ fn plan(shared: &Shared, body: &Json) -> Reply {
     let waivers = waivers_of(body)?;
     let mut guard = current(shared)?;
     let d = &mut *guard;
-    let files = intent_of(body)?.unwrap_or_else(|| d.warm.files().to_vec());
+    let files =
+        intent_of(body, shared.intent_dir.as_deref())?.unwrap_or_else(|| d.warm.files().to_vec());
     let (outputs, store, base) = (&d.outputs, &d.store, d.generation);
     let (change, cand) = d
         .warm
@@ -444,7 +449,7 @@ fn apply(shared: &Shared, body: &Json) -> Reply {
     let waivers = waivers_of(body)?;
     let mut guard = current(shared)?;
     let d = &mut *guard;
-    let files = intent_of(body)?.ok_or_else(|| {
+    let files = intent_of(body, shared.intent_dir.as_deref())?.ok_or_else(|| {
         ApiError::new(400, "bad_request", "nothing to apply").hint("send `files` or `paths`")
     })?;
     let base = d.generation;

@@ -87,7 +87,7 @@ fn too_large() -> ApiError {
         "too_large",
         format!("the body is larger than {} MiB", MAX_BODY >> 20),
     )
-    .hint("send `paths` the daemon can read instead of the texts")
+    .hint("name files under the daemon's --intent-dir in `paths` instead of sending the texts")
 }
 
 fn authorize(shared: &Shared, req: &tiny_http::Request) -> Result<(), ApiError> {

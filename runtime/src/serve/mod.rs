@@ -4,6 +4,7 @@
 //! - `http.rs`: HTTP/1.1 (tiny_http), bearer-token auth, body limits, JSON,
 //!   the version check, one log line per request (`log.rs`, `--json`);
 //! - `api.rs`: the endpoints (specs/serve.md) over the shared [`api::Daemon`];
+//!   `paths.rs`: the files a request names, read only under `--intent-dir`;
 //!   `candidate.rs`: a plan's or an apply's candidate state through the gate;
 //! - `devices.rs`: where an apply is pushed (inventory, the local lab, or
 //!   nowhere with `--no-push`) and the rollout with put-back;
@@ -30,6 +31,7 @@ pub mod log;
 pub mod api;
 pub mod candidate;
 pub mod http;
+pub mod paths;
 pub mod client;
 
 use crate::commands::Outcome;
@@ -45,6 +47,9 @@ pub struct ServeArgs<'a> {
     pub state: Option<&'a Path>,
     pub token_file: Option<&'a Path>,
     pub intent: &'a [PathBuf],
+    /// `--intent-dir DIR`: the one directory requests' `paths` and `.include`
+    /// may read from (None: they read nothing from disk).
+    pub intent_dir: Option<&'a Path>,
     pub rules: Option<&'a Path>,
     /// `--inventory FILE` (None: the local lab, as `netc apply`).
     pub inventory: Option<&'a Path>,
@@ -84,12 +89,33 @@ fn start(args: &ServeArgs) -> Result<Outcome, Outcome> {
             )
         })?);
     }
-    let (mut warm, generation) = record::recover(&store, initial, args.rules).map_err(|e| {
-        Outcome::InputError(
-            e.to_string(),
-            Some("`netc check --intent FILE` shows the intent's diagnostics".into()),
-        )
-    })?;
+    let intent_dir =
+        match args.intent_dir {
+            None => None,
+            Some(d) if d.is_dir() => Some(std::fs::canonicalize(d).map_err(|e| {
+                Outcome::InputError(
+                    format!("cannot use --intent-dir `{}`: {e}", d.display()),
+                    None,
+                )
+            })?),
+            Some(d) => return Err(Outcome::InputError(
+                format!("--intent-dir `{}` is not a directory", d.display()),
+                Some(
+                    "--intent-dir DIR names the directory whose files requests may name in `paths`"
+                        .into(),
+                ),
+            )),
+        };
+    let includes = warm::Includes::Confined {
+        dir: intent_dir.clone(),
+    };
+    let (mut warm, generation) =
+        record::recover(&store, initial, args.rules, includes).map_err(|e| {
+            Outcome::InputError(
+                e.to_string(),
+                Some("`netc check --intent FILE` shows the intent's diagnostics".into()),
+            )
+        })?;
     // reports name kept artifact sets by absolute path: clients do not share the daemon's cwd
     warm.keep_verified_in(&std::fs::canonicalize(&dir).unwrap_or_else(|_| dir.clone()));
     if generation > 0 && !args.intent.is_empty() {
@@ -134,6 +160,7 @@ fn start(args: &ServeArgs) -> Result<Outcome, Outcome> {
         }),
         deltas: deltas::DeltaLog::default(),
         token,
+        intent_dir,
         epoch,
         devices,
         log,

@@ -27,8 +27,9 @@ use crate::intent::{self, findings};
 use crate::placement::{self, PlacementError};
 use netc_compiler::plan::{Plan, RelId};
 use netc_compiler::source::{SourceMap, Span};
+use netc_compiler::syntax::confine::Scope;
 use netc_compiler::value::{Row, Value};
-use netc_compiler::{compile_inputs, SourceInput};
+use netc_compiler::{compile_inputs_in, SourceInput};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -53,6 +54,19 @@ impl IntentText {
             text,
         })
     }
+}
+
+/// Where the `.include`s of the session's texts may read
+/// (`netc_compiler::syntax::confine`).
+#[derive(Clone, Debug, Default)]
+pub enum Includes {
+    /// From disk, relative to the current directory: `netc repl`, whose
+    /// texts are its user's own files.
+    #[default]
+    Disk,
+    /// Only the session's own texts and files under `dir`: `netc serve`,
+    /// whose texts come from callers who must not make it read other files.
+    Confined { dir: Option<PathBuf> },
 }
 
 /// Why a change was refused. Nothing changed in the session.
@@ -128,6 +142,7 @@ type Facts = BTreeMap<(RelId, Row), Origin>;
 /// A running, evaluated intent.
 pub struct Warm {
     rules: Option<PathBuf>,
+    includes: Includes,
     engine: Engine,
     /// The relations and rules the engine runs, as text: a change with a
     /// different shape cannot be committed incrementally.
@@ -157,13 +172,27 @@ struct Compiled {
     facts: Facts,
 }
 
-fn compile(files: &[IntentText], rules: Option<&Path>) -> Result<Compiled, WarmError> {
+fn compile(
+    files: &[IntentText],
+    rules: Option<&Path>,
+    includes: &Includes,
+) -> Result<Compiled, WarmError> {
     let mut inputs = intent::rules::rule_inputs(rules).map_err(WarmError::Rules)?;
     inputs.extend(files.iter().map(|f| SourceInput::Text {
         name: f.name.clone(),
         text: f.text.clone(),
     }));
-    let mut c = compile_inputs(&inputs);
+    let scope = match includes {
+        Includes::Disk => None,
+        Includes::Confined { dir } => {
+            let texts: Vec<(String, String)> = files
+                .iter()
+                .map(|f| (f.name.clone(), f.text.clone()))
+                .collect();
+            Some(Scope::new(&texts, dir.as_deref()))
+        }
+    };
+    let mut c = compile_inputs_in(&inputs, scope.as_ref());
     // As `intent::load`: warnings inside the rules are not the user's to fix.
     let names: Vec<&str> = files.iter().map(|f| f.name.as_str()).collect();
     let sources = &c.sources;
@@ -200,9 +229,20 @@ fn shape(plan: &Plan) -> String {
 }
 
 impl Warm {
-    /// Compiles and evaluates from scratch (one full evaluation).
+    /// Compiles and evaluates from scratch (one full evaluation); includes
+    /// read from disk.
     pub fn start(files: Vec<IntentText>, rules: Option<&Path>) -> Result<Warm, WarmError> {
-        let c = compile(&files, rules)?;
+        Warm::start_in(files, rules, Includes::Disk)
+    }
+
+    /// [`Warm::start`], with the texts' includes confined as `includes` says
+    /// (for this and every later change).
+    pub fn start_in(
+        files: Vec<IntentText>,
+        rules: Option<&Path>,
+        includes: Includes,
+    ) -> Result<Warm, WarmError> {
+        let c = compile(&files, rules, &includes)?;
         let mut engine = Engine::new(c.plan.clone(), 1)?;
         engine.commit(Transaction::new())?;
         let placed: BTreeSet<Row> = placement::place_into(&mut engine)?
@@ -211,6 +251,7 @@ impl Warm {
         let model_stale = model_reads_placement(&c.plan);
         Ok(Warm {
             rules: rules.map(Path::to_path_buf),
+            includes,
             shape: shape(&c.plan),
             engine,
             plan: c.plan,
@@ -246,7 +287,7 @@ impl Warm {
         decide: impl FnOnce(&Warm, &Change) -> (bool, T),
     ) -> Result<(Change, T), WarmError> {
         let t0 = Instant::now();
-        let c = compile(&files, self.rules.as_deref())?;
+        let c = compile(&files, self.rules.as_deref(), &self.includes)?;
         if shape(&c.plan) != self.shape {
             return self.rebuild(files, decide, t0);
         }
@@ -287,7 +328,7 @@ impl Warm {
         decide: impl FnOnce(&Warm, &Change) -> (bool, T),
         t0: Instant,
     ) -> Result<(Change, T), WarmError> {
-        let mut next = Warm::start(files, self.rules.as_deref())?;
+        let mut next = Warm::start_in(files, self.rules.as_deref(), self.includes.clone())?;
         let old = self.located();
         let new = next.located();
         let mut diff: BTreeMap<(String, Row), isize> = BTreeMap::new();
