@@ -41,6 +41,9 @@ pub struct ServeArgs {
     /// Address to listen on (loopback unless you say otherwise; port 0 picks a free one).
     #[arg(long, default_value = "127.0.0.1:7878", value_name = "HOST:PORT")]
     pub listen: String,
+    /// Seconds a request's head and body may take to arrive (from the accept); a slower one is 408.
+    #[arg(long, default_value_t = 10, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub read_timeout: u64,
     /// State directory (the store), as for `netc apply`.
     #[arg(long, value_name = "DIR")]
     pub state: Option<PathBuf>,
@@ -64,6 +67,7 @@ pub struct ServeArgs {
 pub fn run(a: ServeArgs) -> Outcome {
     crate::serve::run(crate::serve::ServeArgs {
         listen: &a.listen,
+        read_timeout: std::time::Duration::from_secs(a.read_timeout),
         state: a.state.as_deref(),
         token_file: a.token_file.as_deref(),
         intent: &a.intent,

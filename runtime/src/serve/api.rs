@@ -12,7 +12,7 @@
 //! what the local commands print.
 
 use super::candidate::{base_outputs, candidate_from, verdict_of, waivers_of, Candidate};
-use super::deltas::{DeltaLog, Since};
+use super::deltas::{DeltaLog, Entry, Since};
 use super::devices::{self, Devices, Rolled};
 use super::log::Log;
 use super::pattern::{self, Pattern};
@@ -95,7 +95,7 @@ pub(super) fn internal(e: impl std::fmt::Display) -> ApiError {
     ApiError::new(500, "internal", e.to_string())
 }
 
-type Reply = Result<Json, ApiError>;
+pub type Reply = Result<Json, ApiError>;
 
 /// Routes one request (method, path without query, query string, body).
 pub fn route(shared: &Shared, method: &str, path: &str, query: &str, body: &[u8]) -> Reply {
@@ -281,7 +281,14 @@ fn status(shared: &Shared) -> Reply {
     }))
 }
 
+/// `GET /v1/deltas` without waiting (`server.rs` parks a poll that waits).
 fn deltas(shared: &Shared, query: &str) -> Reply {
+    let (since, _) = deltas_query(query)?;
+    Ok(deltas_after(shared, since)?.unwrap_or_else(|| deltas_json(shared, Vec::new(), since)))
+}
+
+/// `since` and `wait` (seconds, at most 60) of a delta poll.
+pub fn deltas_query(query: &str) -> Result<(u64, u64), ApiError> {
     let mut since = 0u64;
     let mut wait = 25u64;
     for kv in query.split('&').filter(|s| !s.is_empty()) {
@@ -305,15 +312,14 @@ fn deltas(shared: &Shared, query: &str) -> Reply {
             }
         }
     }
-    match shared.deltas.since(since, Duration::from_secs(wait)) {
-        Since::Entries(es) => {
-            let next = es.last().map_or(since, |e| e.seq);
-            Ok(json!({
-                "epoch": shared.epoch,
-                "deltas": es.into_iter().map(|e| e.json).collect::<Vec<_>>(),
-                "next": next,
-            }))
-        }
+    Ok((since, wait))
+}
+
+/// The answer to `since` now: `None` while no entry after it exists.
+pub fn deltas_after(shared: &Shared, since: u64) -> Result<Option<Json>, ApiError> {
+    match shared.deltas.since(since, Duration::ZERO) {
+        Since::Entries(es) if es.is_empty() => Ok(None),
+        Since::Entries(es) => Ok(Some(deltas_json(shared, es, since))),
         Since::TooOld { oldest } => Err(ApiError::new(
             410,
             "too_old",
@@ -327,6 +333,16 @@ fn deltas(shared: &Shared, query: &str) -> Reply {
         )
         .hint("resync, then poll since=the current `deltas.last` of /v1/status")),
     }
+}
+
+/// A delta poll's answer.
+pub fn deltas_json(shared: &Shared, es: Vec<Entry>, since: u64) -> Json {
+    let next = es.last().map_or(since, |e| e.seq);
+    json!({
+        "epoch": shared.epoch,
+        "deltas": es.into_iter().map(|e| e.json).collect::<Vec<_>>(),
+        "next": next,
+    })
 }
 
 fn flag(body: &Json, key: &str, default: bool) -> Result<bool, ApiError> {

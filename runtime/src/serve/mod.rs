@@ -1,8 +1,11 @@
 //! `netc serve`: a daemon that keeps the intent's dataflow warm.
 //!
 //! Map, in the order a request meets it:
-//! - `http.rs`: HTTP/1.1 (tiny_http), bearer-token auth, body limits, JSON,
-//!   the version check, one log line per request (`log.rs`, `--json`);
+//! - `server.rs`: the threads — a reader per connection, the request
+//!   workers, and the waiter that holds long-polls without a worker;
+//! - `http.rs`: HTTP/1.1 (std only), bearer-token auth and limits before the
+//!   body, read deadlines, JSON, the version check, one log line per
+//!   request (`log.rs`, `--json`);
 //! - `api.rs`: the endpoints (specs/serve.md) over the shared [`api::Daemon`];
 //!   `paths.rs`: the files a request names, read only under `--intent-dir`;
 //!   `candidate.rs`: a plan's or an apply's candidate state through the gate;
@@ -19,8 +22,9 @@
 //! [`run`] opens the store (`--state DIR`, default `.netc`), recovers the
 //! last committed generation's intent (or starts from the command line's
 //! files), makes or reads the token, binds (127.0.0.1:7878 unless
-//! `--listen` says otherwise) and serves with a few threads. Changes are
-//! serialised by one lock; deltas long-polls wait without holding it.
+//! `--listen` says otherwise) and serves (`server.rs`). Changes are
+//! serialised by one lock; deltas long-polls wait without holding it or a
+//! request worker.
 
 pub mod pattern;
 pub mod warm;
@@ -32,6 +36,7 @@ pub mod api;
 pub mod candidate;
 pub mod http;
 pub mod paths;
+pub mod server;
 pub mod client;
 
 use crate::commands::Outcome;
@@ -39,11 +44,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-/// Request threads (long-polls occupy one each while they wait).
-const THREADS: usize = 8;
-
 pub struct ServeArgs<'a> {
     pub listen: &'a str,
+    /// `--read-timeout`: how long a request's head and body may take to arrive.
+    pub read_timeout: std::time::Duration,
     pub state: Option<&'a Path>,
     pub token_file: Option<&'a Path>,
     pub intent: &'a [PathBuf],
@@ -131,21 +135,15 @@ fn start(args: &ServeArgs) -> Result<Outcome, Outcome> {
             .map_err(|e| Outcome::InputError(e.to_string(), None))?
             .outputs
     };
-    let server = tiny_http::Server::http(args.listen).map_err(|e| {
+    let listener = std::net::TcpListener::bind(args.listen).map_err(|e| {
         Outcome::InputError(
             format!("cannot listen on {}: {e}", args.listen),
             Some("--listen HOST:PORT, e.g. 127.0.0.1:7878 (port 0 picks a free one)".into()),
         )
     })?;
-    let addr = server
-        .server_addr()
-        .to_ip()
-        .map_or_else(|| args.listen.to_string(), |a| a.to_string());
-    if !server
-        .server_addr()
-        .to_ip()
-        .is_some_and(|a| a.ip().is_loopback())
-    {
+    let bound = listener.local_addr().ok();
+    let addr = bound.map_or_else(|| args.listen.to_string(), |a| a.to_string());
+    if !bound.is_some_and(|a| a.ip().is_loopback()) {
         eprintln!("warning: listening on {addr}, reachable from other machines; every request still needs the token");
     }
     let epoch = std::time::SystemTime::now()
@@ -177,20 +175,7 @@ fn start(args: &ServeArgs) -> Result<Outcome, Outcome> {
             "version": client::VERSION,
         }),
     );
-    let server = Arc::new(server);
-    let workers: Vec<_> = (0..THREADS)
-        .map(|_| {
-            let (server, shared) = (server.clone(), shared.clone());
-            std::thread::spawn(move || {
-                while let Ok(req) = server.recv() {
-                    http::handle(&shared, req);
-                }
-            })
-        })
-        .collect();
-    for w in workers {
-        let _ = w.join();
-    }
+    server::serve(listener, shared, args.read_timeout);
     Ok(Outcome::Ok)
 }
 
