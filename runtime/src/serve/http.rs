@@ -297,12 +297,12 @@ pub fn write_answer(stream: &mut TcpStream, status: u16, body: &Json) {
         head.push_str("Retry-After: 1\r\n");
     }
     head.push_str("\r\n");
+    // one write: a small answer leaves in one segment, as clients that read once expect
+    let mut all = head.into_bytes();
+    all.extend_from_slice(&bytes);
     let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
     // The client may have gone away; nothing to do about it here.
-    let _ = stream
-        .write_all(head.as_bytes())
-        .and_then(|()| stream.write_all(&bytes))
-        .and_then(|()| stream.flush());
+    let _ = stream.write_all(&all).and_then(|()| stream.flush());
     let _ = stream.shutdown(Shutdown::Write);
 }
 
