@@ -13,7 +13,7 @@
 //!   nowhere with `--no-push`) and the rollout with put-back;
 //! - `warm.rs`: the session — intent compiled once, each change committed
 //!   as a difference of facts into the running engine (shared with `netc
-//!   repl`);
+//!   repl`); `texts.rs`: its intent texts and where their includes read;
 //! - `pattern.rs`: `rel(X, "c", _)` patterns (queries, `:assert`, `:explain`);
 //! - `deltas.rs`: the numbered stream of per-device deltas;
 //! - `record.rs`: the session as a store generation and back (recovery);
@@ -28,6 +28,7 @@
 
 pub mod pattern;
 pub mod warm;
+pub mod texts;
 pub mod deltas;
 pub mod record;
 pub mod devices;
