@@ -320,7 +320,7 @@ def test_daemon_plans_against_what_a_cli_apply_committed(netc_bin: str, tmp_path
             k: (v["added"], v["removed"]) for k, v in local["devices"].items()
         }
         # applying the first plan (base 1) is refused: its base moved
-        status, body = d.post("/v1/apply", {"paths": [str(intent)], "base": 1})
+        status, body = d.post("/v1/apply", {"files": [{"name": str(intent), "text": intent.read_text()}], "base": 1})
         assert status == 409 and body["error"]["code"] == "base_moved", body
     finally:
         d.stop()

@@ -4,8 +4,10 @@ A host named `../../../escaped/EVIL` in an intent is refused as bad intent
 (`error_bad_name`, with the fact's `file:line`) by `compile`, `verify`,
 `plan` and `serve`'s `POST /v1/plan`, and nothing is written outside the
 output or state directory. A stored artifact path edited to climb out of
-the store (`../`) is refused when a generation is written out for the
-verifier (`plan`, `verify --against GEN`): exit 2, nothing written outside.
+the store (`../`), in a row without a hash (as an older netc stored them;
+test_store_trust.py covers rows with one), is refused when a generation is
+written out for the verifier (`plan`, `verify --against GEN`): exit 2,
+nothing written outside.
 """
 
 from __future__ import annotations
@@ -55,7 +57,10 @@ def test_a_stored_path_that_climbs_out_is_refused(netc_bin: str, tmp_path: Path)
     r = run(netc_bin, "apply", "--state", str(state), "--inventory", str(inventory), str(intent), cwd=work)
     assert r.returncode == 0, r.stderr
     db = sqlite3.connect(state / "state.db")
-    db.execute("UPDATE device_output SET path = '../../../../escaped/EVIL.flows' WHERE path = 'ovs/h1.flows'")
+    # without its hash, as an older netc stored rows: with one, the hash check refuses the row first
+    db.execute(
+        "UPDATE device_output SET path = '../../../../escaped/EVIL.flows', sha256 = NULL WHERE path = 'ovs/h1.flows'"
+    )
     db.commit()
     db.close()
     r = run(netc_bin, "plan", "--state", str(state), str(intent), cwd=work)

@@ -10,7 +10,13 @@ What is asserted:
     `netc compile` runs of the old and new intent;
   * the deltas stream (long-poll) delivers the change to a waiting consumer;
   * bad intent is refused (422) and leaves the state as it was;
-  * after kill -9 the daemon restarts from the store with the same state.
+  * after kill -9 the daemon restarts from the store with the same state;
+  * the daemon reads files for a caller only under its --intent-dir
+    (`paths`, `.include`), and a refusal carries nothing of the file;
+  * slow clients do not stop it: unauthenticated connections trickling a
+    body are answered 401 and closed, an authenticated one that is too slow
+    gets 408, and parked long-polls hold no request worker (/v1/status and a
+    plan answer meanwhile; past the bound a poll is 503 with Retry-After).
 Every daemon is stopped by its pid.
 """
 
@@ -102,8 +108,13 @@ class Daemon(OwnedProcess):
 def daemon(netc_bin, tmp_path):
     started: list[Daemon] = []
 
-    def start(*intent: Path, state: Path | None = None) -> Daemon:
-        d = Daemon(netc_bin, state or tmp_path / "state", *intent)
+    def start(
+        *intent: Path, state: Path | None = None, intent_dir: Path | None = tmp_path, extra: tuple[str, ...] = ()
+    ) -> Daemon:
+        # the tests' intent files live in tmp_path: the directory `paths` may name
+        if intent_dir is not None:
+            extra = ("--intent-dir", str(intent_dir), *extra)
+        d = Daemon(netc_bin, state or tmp_path / "state", *intent, extra=extra)
         started.append(d)
         return d
 
@@ -167,9 +178,8 @@ def test_oversized_body_is_refused_before_reading(daemon):
                 "Content-Type: application/json\r\nContent-Length: 999999999\r\n\r\n{"
             ).encode()
         )
-        answer = s.recv(65536).decode(errors="replace")
-    assert answer.startswith("HTTP/1.1 413"), answer[:200]
-    assert '"too_large"' in answer
+        status, _, body = read_answer(s, 30)
+    assert status == 413 and body["error"]["code"] == "too_large", body
 
 
 def test_warm_change_deltas_match_from_scratch_and_do_not_recompile(daemon, netc_bin, tmp_path):
@@ -273,3 +283,218 @@ def test_kill9_then_restart_recovers_the_committed_state(daemon, tmp_path):
     assert q_after["rows"] == q_before["rows"] and q_after["count"] > 0
     _, db2 = d2.call("POST", "/v1/query", {"query": 'vm("acme", "db2", _, _, H)'})
     assert db2["rows"] == [["acme", "db2", "02:00:00:00:01:04", "10.1.2.22", "h2"]]
+
+
+SECRET = "TOPSECRET-LINE-42 hunter2\n"
+
+
+def test_paths_are_refused_without_an_intent_dir(daemon, tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text(SECRET)
+    d = daemon(QUICKSTART, intent_dir=None)
+    for endpoint in ("/v1/plan", "/v1/apply"):
+        status, reply = d.call("POST", endpoint, {"paths": [str(secret)]})
+        assert status == 403 and reply["error"]["code"] == "path_refused", reply
+        assert "intent directory" in reply["error"]["message"] and reply["error"]["hint"]
+        assert "TOPSECRET" not in json.dumps(reply)
+    status, st = d.call("GET", "/v1/status")
+    assert st["generation"] == 0
+
+
+def test_paths_resolve_only_inside_the_intent_dir(daemon, tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text(SECRET)
+    intents = tmp_path / "intents"
+    intents.mkdir()
+    shutil.copy(QUICKSTART, intents / "intent.ndl")
+    (intents / "link.ndl").symlink_to(secret)
+    d = daemon(QUICKSTART, intent_dir=intents)
+    for given in (str(secret), "../secret.txt", str(intents / ".." / "secret.txt"), "link.ndl"):
+        status, reply = d.call("POST", "/v1/plan", {"paths": [given]})
+        assert status == 403 and reply["error"]["code"] == "path_refused", (given, reply)
+        assert "TOPSECRET" not in json.dumps(reply), given
+    # inside the directory: read, by a relative or an absolute path
+    for given in ("intent.ndl", str(intents.resolve() / "intent.ndl")):
+        status, reply = d.call("POST", "/v1/plan", {"paths": [given], "verify": False})
+        assert status == 200, (given, reply)
+
+
+def test_include_in_request_texts_names_only_the_request_or_the_intent_dir(daemon, tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text(SECRET)
+    intents = tmp_path / "intents"
+    intents.mkdir()
+    (intents / "link.ndl").symlink_to(secret)
+    (intents / "extra.ndl").write_text(NEW_VM)
+    d = daemon(QUICKSTART, intent_dir=intents)
+    quick = QUICKSTART.read_text()
+    for target in (str(secret), "../secret.txt", "sub/../../secret.txt", "link.ndl"):
+        text = f'.include "{target}"\n' + quick
+        status, reply = d.call("POST", "/v1/plan", {"files": [{"name": "intent.ndl", "text": text}]})
+        assert status == 422 and reply["error"]["code"] == "program_errors", (target, reply)
+        diagnostics = reply["error"]["detail"]["diagnostics"]
+        assert "E0005" in diagnostics and "intent.ndl:1:1" in diagnostics, diagnostics
+        assert "TOPSECRET" not in json.dumps(reply), target
+    # another file of the same request, included by its name: spliced in once
+    files = [
+        {"name": "net/intent.ndl", "text": '.include "more.ndl"\n' + quick},
+        {"name": "net/more.ndl", "text": NEW_VM},
+    ]
+    status, reply = d.call("POST", "/v1/plan", {"files": files, "verify": False})
+    assert status == 200, reply
+    assert reply["change"]["input_changes"] == 2, reply["change"]
+    # a file under the intent directory, included by its name
+    text = '.include "extra.ndl"\n' + quick
+    status, reply = d.call("POST", "/v1/plan", {"files": [{"name": "intent.ndl", "text": text}], "verify": False})
+    assert status == 200, reply
+    assert reply["change"]["input_changes"] == 2, reply["change"]
+
+
+def addr_of(d: Daemon) -> tuple[str, int]:
+    host, port = d.url.removeprefix("http://").split(":")
+    return host, int(port)
+
+
+def read_answer(s: socket.socket, seconds: float) -> tuple[int, dict[str, str], dict]:
+    """One HTTP answer from a raw socket the daemon closes after answering."""
+    s.settimeout(seconds)
+    deadline = time.monotonic() + seconds
+    data = b""
+    while time.monotonic() < deadline:
+        try:
+            chunk = s.recv(65536)
+        except ConnectionResetError:
+            break
+        if not chunk:
+            break
+        data += chunk
+        head, sep, body = data.partition(b"\r\n\r\n")
+        m = re.search(rb"content-length: *(\d+)", head, re.I)
+        if sep and m and len(body) >= int(m.group(1)):
+            break
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.decode(errors="replace").split("\r\n")
+    assert lines[0].startswith("HTTP/1.1 "), data[:200]
+    headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
+    return int(lines[0].split()[1]), headers, json.loads(body)
+
+
+def closed_by_daemon(s: socket.socket, seconds: float) -> bool:
+    """Whether the daemon closed the connection (EOF or reset) within `seconds`."""
+    s.settimeout(0.2)
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            s.send(b"x" * 100)
+            if s.recv(65536) == b"":
+                return True
+        except socket.timeout:
+            continue
+        except (ConnectionResetError, BrokenPipeError):
+            return True
+    return False
+
+
+def timed_status(d: Daemon) -> float:
+    t0 = time.monotonic()
+    status, _ = d.call("GET", "/v1/status", timeout=30)
+    assert status == 200
+    return time.monotonic() - t0
+
+
+def test_trickled_bodies_do_not_stop_the_daemon(daemon):
+    d = daemon(QUICKSTART, extra=("--read-timeout", "2"))
+    head = "POST /v1/plan HTTP/1.1\r\nHost: x\r\n{auth}Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n"
+    strangers = [socket.create_connection(addr_of(d), timeout=10) for _ in range(10)]
+    slow = [socket.create_connection(addr_of(d), timeout=10) for _ in range(2)]
+    try:
+        for s in strangers:
+            s.sendall(head.format(auth="").encode() + b"{")
+        for s in slow:
+            s.sendall(head.format(auth=f"Authorization: Bearer {d.token}\r\n").encode() + b"{")
+        # the refusal comes from the headers, before the body
+        for s in strangers:
+            status, headers, body = read_answer(s, 5)
+            assert status == 401 and body["error"]["code"] == "unauthorized"
+            assert headers["connection"] == "close"
+        stop = time.monotonic() + 5
+        sent = {"n": 0}
+
+        def trickle():
+            while time.monotonic() < stop:
+                for s in strangers + slow:
+                    try:
+                        s.send(b" " * 100)
+                        sent["n"] += 1
+                    except OSError:
+                        pass
+                time.sleep(0.05)
+
+        t = threading.Thread(target=trickle)
+        t.start()
+        waits = []
+        while time.monotonic() < stop - 0.5:
+            waits.append(timed_status(d))
+            time.sleep(0.3)
+        t.join(timeout=30)
+        assert not t.is_alive() and sent["n"] > 0
+        assert len(waits) >= 5 and max(waits) < 1.5, waits
+        # the authenticated but too slow clients were cut at the read deadline
+        for s in slow:
+            status, _, body = read_answer(s, 5)
+            assert status == 408 and body["error"]["code"] == "timeout", body
+        for s in strangers:
+            assert closed_by_daemon(s, 5), "a refused connection must be closed, not drained"
+    finally:
+        for s in strangers + slow:
+            s.close()
+    assert timed_status(d) < 1.5
+
+
+def test_long_polls_hold_no_request_worker(daemon, tmp_path):
+    intent = tmp_path / "intent.ndl"
+    shutil.copy(QUICKSTART, intent)
+    d = daemon(intent)
+    request = f"GET /v1/deltas?since=0&wait=40 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {d.token}\r\n\r\n"
+    polls: list[socket.socket] = []
+    try:
+        for _ in range(12):
+            s = socket.create_connection(addr_of(d), timeout=10)
+            s.sendall(request.encode())
+            polls.append(s)
+        time.sleep(1)
+        assert timed_status(d) < 1.5
+        t0 = time.monotonic()
+        status, plan = d.call("POST", "/v1/plan", {"paths": [str(intent)], "verify": False}, timeout=60)
+        assert status == 200, plan
+        assert time.monotonic() - t0 < 20
+        # the waiter's bound: 64 parked polls, the next is told to come back
+        for _ in range(64 - len(polls)):
+            s = socket.create_connection(addr_of(d), timeout=10)
+            s.sendall(request.encode())
+            polls.append(s)
+        time.sleep(1.5)
+        extra = socket.create_connection(addr_of(d), timeout=10)
+        extra.sendall(request.encode())
+        status, headers, body = read_answer(extra, 10)
+        extra.close()
+        assert status == 503 and body["error"]["code"] == "busy" and headers.get("retry-after") == "1", body
+        assert timed_status(d) < 1.5
+        # an apply publishes deltas: every parked poll is answered with them
+        intent.write_text(intent.read_text() + NEW_VM)
+        status, reply = d.call("POST", "/v1/apply", {"paths": [str(intent)], "verify": False}, timeout=120)
+        assert status == 200, reply
+        for s in polls:
+            status, _, body = read_answer(s, 20)
+            assert status == 200 and body["deltas"], body
+            assert {e["generation"] for e in body["deltas"]} == {1}
+    finally:
+        for s in polls:
+            s.close()
+    # a poll whose wait ends without a delta answers an empty list
+    status, st = d.call("GET", "/v1/status")
+    last = st["deltas"]["last"]
+    t0 = time.monotonic()
+    status, reply = d.call("GET", f"/v1/deltas?since={last}&wait=1")
+    assert status == 200 and reply["deltas"] == [] and reply["next"] == last
+    assert 0.9 <= time.monotonic() - t0 < 5

@@ -64,6 +64,15 @@ pub enum SourceInput {
 
 /// Parses, checks and lowers texts and files, in order, as one program.
 pub fn compile_inputs(inputs: &[SourceInput]) -> Compilation {
+    compile_inputs_in(inputs, None)
+}
+
+/// [`compile_inputs`], with the `.include`s of the texts confined to
+/// `scope` (a daemon compiling its callers' texts: `syntax::confine`).
+pub fn compile_inputs_in(
+    inputs: &[SourceInput],
+    scope: Option<&syntax::confine::Scope>,
+) -> Compilation {
     let mut sources = SourceMap::new();
     let mut diagnostics = Diagnostics::new();
     let mut program = ast::Program::default();
@@ -72,9 +81,12 @@ pub fn compile_inputs(inputs: &[SourceInput]) -> Compilation {
             SourceInput::File(p) => {
                 syntax::parse_files(&mut sources, std::slice::from_ref(p), &mut diagnostics)
             }
-            SourceInput::Text { name, text } => {
-                syntax::parse_text(&mut sources, name, text, &mut diagnostics)
-            }
+            SourceInput::Text { name, text } => match scope {
+                Some(scope) => {
+                    syntax::parse_text_in(&mut sources, name, text, &mut diagnostics, scope)
+                }
+                None => syntax::parse_text(&mut sources, name, text, &mut diagnostics),
+            },
         };
         program.items.extend(part.items);
     }

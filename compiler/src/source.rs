@@ -102,6 +102,15 @@ impl SourceMap {
         Ok(self.add(path.display().to_string(), Some(path.to_path_buf()), text))
     }
 
+    /// How many files are registered (their ids are `0..len`).
+    pub fn len(&self) -> usize {
+        self.files.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty()
+    }
+
     pub fn file(&self, id: FileId) -> &SourceFile {
         &self.files[id.0 as usize]
     }

@@ -4,14 +4,18 @@
 //! turns tokens into items, recovering after each broken one. This module
 //! resolves `.include "file"` relative to the including file, splices the
 //! included items in place, and reports include cycles and missing files at
-//! the `.include` that named them.
+//! the `.include` that named them. [`confine`] is the stricter resolution for
+//! texts a daemon received from a caller: includes name only those texts or
+//! files under one directory.
 
+pub mod confine;
 pub mod lexer;
 pub mod parser;
 
 use crate::ast::Program;
 use crate::diagnostics::{Diagnostic, Diagnostics};
 use crate::source::{FileId, SourceMap, Span};
+use confine::Target;
 use std::path::{Path, PathBuf};
 
 /// Parses text that is not (necessarily) on disk, e.g. a test program or
@@ -24,7 +28,33 @@ pub fn parse_text(
 ) -> Program {
     let id = sources.add(name, None, text.to_string());
     let mut program = Program::default();
-    parse_file_into(sources, id, &mut Vec::new(), &mut program, diags);
+    parse_file_into(sources, id, &mut Vec::new(), &mut program, diags, None);
+    program
+}
+
+/// Parses a caller's text whose `.include`s may name only what `scope`
+/// permits (`confine`). A text an earlier include already spliced in is not
+/// parsed again.
+pub fn parse_text_in(
+    sources: &mut SourceMap,
+    name: &str,
+    text: &str,
+    diags: &mut Diagnostics,
+    scope: &confine::Scope,
+) -> Program {
+    let mut program = Program::default();
+    if scope.registered(sources, name) {
+        return program;
+    }
+    let id = sources.add(name, None, text.to_string());
+    parse_file_into(
+        sources,
+        id,
+        &mut Vec::new(),
+        &mut program,
+        diags,
+        Some(scope),
+    );
     program
 }
 
@@ -33,7 +63,7 @@ pub fn parse_files(sources: &mut SourceMap, paths: &[PathBuf], diags: &mut Diagn
     let mut program = Program::default();
     for path in paths {
         match sources.load(path) {
-            Ok(id) => parse_file_into(sources, id, &mut Vec::new(), &mut program, diags),
+            Ok(id) => parse_file_into(sources, id, &mut Vec::new(), &mut program, diags, None),
             Err(e) => diags.push(
                 Diagnostic::error_nospan("E0002", format!("cannot read `{}`: {e}", path.display()))
                     .with_hint("check the path; programs are given as FILE arguments"),
@@ -44,13 +74,14 @@ pub fn parse_files(sources: &mut SourceMap, paths: &[PathBuf], diags: &mut Diagn
 }
 
 /// Parses one registered file and splices its includes; `stack` holds the
-/// files being included (for cycle detection).
+/// files being included (for cycle detection); `scope` confines includes.
 fn parse_file_into(
     sources: &mut SourceMap,
     id: FileId,
     stack: &mut Vec<FileId>,
     program: &mut Program,
     diags: &mut Diagnostics,
+    scope: Option<&confine::Scope>,
 ) {
     let tokens = lexer::lex(id, &sources.file(id).text);
     let mut errors = Vec::new();
@@ -63,22 +94,40 @@ fn parse_file_into(
         match p {
             parser::Parsed::Item(item) => program.items.push(item),
             parser::Parsed::Include(name, span) => {
-                include(sources, id, &name, span, stack, program, diags)
+                let target = match scope {
+                    Some(scope) => scope.resolve(sources, id, &name, span),
+                    None => from_disk(sources, id, &name, span),
+                };
+                match target {
+                    Ok(Target::New(inc)) => {
+                        parse_file_into(sources, inc, stack, program, diags, scope)
+                    }
+                    Ok(Target::Again(inc)) if stack.contains(&inc) => diags.push(
+                        Diagnostic::error(
+                            "E0004",
+                            span,
+                            format!("`{name}` includes itself (include cycle)"),
+                        )
+                        .with_hint("remove one of the `.include` directives in the cycle"),
+                    ),
+                    // Included before, outside the current chain: include once (like a guard).
+                    Ok(Target::Again(_)) => {}
+                    Err(d) => diags.push(d),
+                }
             }
         }
     }
     stack.pop();
 }
 
-fn include(
+/// `.include` on the command line: the file on disk, relative to the
+/// including file (the current directory for text not on disk).
+fn from_disk(
     sources: &mut SourceMap,
     from: FileId,
     name: &str,
     span: Span,
-    stack: &mut Vec<FileId>,
-    program: &mut Program,
-    diags: &mut Diagnostics,
-) {
+) -> Result<Target, Diagnostic> {
     let base = sources
         .file(from)
         .path
@@ -87,29 +136,14 @@ fn include(
         .unwrap_or_default();
     let path = base.join(name);
     if let Some(existing) = sources.find_path(&path) {
-        if stack.contains(&existing) {
-            diags.push(
-                Diagnostic::error(
-                    "E0004",
-                    span,
-                    format!("`{name}` includes itself (include cycle)"),
-                )
-                .with_hint("remove one of the `.include` directives in the cycle"),
-            );
-            return;
-        }
-        // Included before, outside the current chain: include once (like a guard).
-        return;
+        return Ok(Target::Again(existing));
     }
-    match sources.load(&path) {
-        Ok(id) => parse_file_into(sources, id, stack, program, diags),
-        Err(e) => diags.push(
-            Diagnostic::error(
-                "E0003",
-                span,
-                format!("cannot include `{}`: {e}", path.display()),
-            )
-            .with_hint("paths in `.include` are relative to the including file"),
-        ),
-    }
+    sources.load(&path).map(Target::New).map_err(|e| {
+        Diagnostic::error(
+            "E0003",
+            span,
+            format!("cannot include `{}`: {e}", path.display()),
+        )
+        .with_hint("paths in `.include` are relative to the including file")
+    })
 }

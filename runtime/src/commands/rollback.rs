@@ -67,6 +67,7 @@ fn run_inner(args: &RollbackArgs) -> Result<Outcome, Outcome> {
         )
         .map_err(|e| Outcome::InputError(e.to_string(), Some("pass --inventory FILE".into())))?,
     };
+    staged::note_unhashed(&store, target)?;
     let gen = NewGeneration {
         files: store.intent_files(target)?,
         facts: store.intent_facts(target)?,

@@ -9,7 +9,7 @@ use std::path::PathBuf;
         "Keeps the intent compiled and evaluated; each change is committed into the running dataflow as a\n",
         "difference of facts (never a recompilation), and each device's output delta is published.\n\n",
         "Endpoints (JSON; every request needs `Authorization: Bearer <token>`; specs/serve.md):\n",
-        "  POST /v1/plan    {\"files\": [{\"name\", \"text\"}]} or {\"paths\": [...]}: the change, per device, and the verdict\n",
+        "  POST /v1/plan    {\"files\": [{\"name\", \"text\"}]} or {\"paths\": [...]} (under --intent-dir): the change, per device, and the verdict\n",
         "  POST /v1/apply   the same, verify (refuse a violation unless \"force\"), push every device, record a\n",
         "                   generation and publish the deltas; a device failure puts the others back (502)\n",
         "  POST /v1/verify  verify the current state      POST /v1/query {\"query\": \"vip_dip(V, D)\"}\n",
@@ -34,9 +34,16 @@ use std::path::PathBuf;
 pub struct ServeArgs {
     /// Intent files to start from when the store holds no generation yet.
     pub intent: Vec<PathBuf>,
+    /// The one directory whose files requests may name in `paths` (and `.include`); without it the
+    /// daemon reads intent only from request bodies.
+    #[arg(long, value_name = "DIR")]
+    pub intent_dir: Option<PathBuf>,
     /// Address to listen on (loopback unless you say otherwise; port 0 picks a free one).
     #[arg(long, default_value = "127.0.0.1:7878", value_name = "HOST:PORT")]
     pub listen: String,
+    /// Seconds a request's head and body may take to arrive (from the accept); a slower one is 408.
+    #[arg(long, default_value_t = 10, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub read_timeout: u64,
     /// State directory (the store), as for `netc apply`.
     #[arg(long, value_name = "DIR")]
     pub state: Option<PathBuf>,
@@ -60,9 +67,11 @@ pub struct ServeArgs {
 pub fn run(a: ServeArgs) -> Outcome {
     crate::serve::run(crate::serve::ServeArgs {
         listen: &a.listen,
+        read_timeout: std::time::Duration::from_secs(a.read_timeout),
         state: a.state.as_deref(),
         token_file: a.token_file.as_deref(),
         intent: &a.intent,
+        intent_dir: a.intent_dir.as_deref(),
         rules: a.rules.as_deref(),
         inventory: a.inventory.as_deref(),
         no_push: a.no_push,

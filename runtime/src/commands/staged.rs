@@ -23,6 +23,18 @@ impl From<StoreError> for Outcome {
     }
 }
 
+/// Says (on stderr) when a stored generation's artifacts carry no hashes
+/// to check them by: a store an older netc wrote, read unchecked.
+pub fn note_unhashed(store: &Store, id: i64) -> Result<(), Outcome> {
+    let n = store.unhashed(id)?;
+    if n > 0 {
+        eprintln!(
+            "note: generation {id} was committed by a netc that recorded no artifact hashes; its {n} artifact file(s) are read unchecked"
+        );
+    }
+    Ok(())
+}
+
 /// The state directory: `--state DIR` or `.netc`.
 pub fn state_dir(arg: Option<&Path>) -> PathBuf {
     arg.map_or_else(
@@ -182,7 +194,10 @@ pub fn stage(
         None => None,
     };
     let base_outputs = match (store, &base) {
-        (Some(s), Some(b)) => s.device_outputs(b.id)?,
+        (Some(s), Some(b)) => {
+            note_unhashed(s, b.id)?;
+            s.device_outputs(b.id)?
+        }
         _ => Vec::new(),
     };
     let changes = entries::changes(&base_outputs, &gen.outputs);

@@ -137,12 +137,17 @@ fn start(args: &ReplArgs, dir: &Path) -> Result<Warm, Outcome> {
         return Warm::start(files, args.rules).map_err(bad);
     }
     match crate::store::Store::open_existing(dir) {
-        Ok(store) => crate::serve::record::recover(&store, Vec::new(), args.rules)
-            .map(|(w, g)| {
-                eprintln!("loaded generation {g} from {}", dir.display());
-                w
-            })
-            .map_err(|e| Outcome::InputError(e.to_string(), None)),
+        Ok(store) => crate::serve::record::recover(
+            &store,
+            Vec::new(),
+            args.rules,
+            crate::serve::warm::Includes::Disk,
+        )
+        .map(|(w, g)| {
+            eprintln!("loaded generation {g} from {}", dir.display());
+            w
+        })
+        .map_err(|e| Outcome::InputError(e.to_string(), None)),
         Err(crate::store::StoreError::NoState { .. }) => {
             Warm::start(Vec::new(), args.rules).map_err(bad)
         }

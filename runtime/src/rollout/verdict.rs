@@ -171,11 +171,25 @@ pub fn stored_set(store: &Store, id: i64, keep: &Path) -> Result<(PathBuf, Artif
         message: e.to_string(),
         hint: e.hint(),
     })?;
-    write_set(&d, |d| {
-        store
-            .write_artifact_dir(id, d)
-            .map_err(|e| std::io::Error::other(e.to_string()))
-    })?;
+    // a generation whose content fails its hashes is a store error, not a write error
+    let mut refused = None;
+    let written = write_set(&d, |d| {
+        store.write_artifact_dir(id, d).map_err(|e| {
+            let io = std::io::Error::other(e.to_string());
+            if matches!(e, crate::store::StoreError::Tampered { .. }) {
+                refused = Some(e);
+            }
+            io
+        })
+    });
+    if let Some(e) = refused {
+        return Err(GateError::Store {
+            id,
+            message: e.to_string(),
+            hint: e.hint(),
+        });
+    }
+    written?;
     let a = Artifacts::load(&d).map_err(GateError::Load);
     if a.is_err() {
         let _ = std::fs::remove_dir_all(&d);

@@ -12,7 +12,7 @@
 //! what the local commands print.
 
 use super::candidate::{base_outputs, candidate_from, verdict_of, waivers_of, Candidate};
-use super::deltas::{DeltaLog, Since};
+use super::deltas::{DeltaLog, Entry, Since};
 use super::devices::{self, Devices, Rolled};
 use super::log::Log;
 use super::pattern::{self, Pattern};
@@ -40,6 +40,9 @@ pub struct Shared {
     pub daemon: Mutex<Daemon>,
     pub deltas: DeltaLog,
     pub token: String,
+    /// `--intent-dir` (canonical): the only directory `paths` and
+    /// `.include` may read from.
+    pub intent_dir: Option<std::path::PathBuf>,
     /// When this daemon started (Unix seconds): the delta numbering's epoch.
     pub epoch: u64,
     /// Where applies are pushed.
@@ -92,7 +95,7 @@ pub(super) fn internal(e: impl std::fmt::Display) -> ApiError {
     ApiError::new(500, "internal", e.to_string())
 }
 
-type Reply = Result<Json, ApiError>;
+pub type Reply = Result<Json, ApiError>;
 
 /// Routes one request (method, path without query, query string, body).
 pub fn route(shared: &Shared, method: &str, path: &str, query: &str, body: &[u8]) -> Reply {
@@ -168,11 +171,15 @@ fn current(shared: &Shared) -> Result<std::sync::MutexGuard<'_, Daemon>, ApiErro
     Ok(guard)
 }
 
-/// The intent of a request: `files` (texts) or `paths` (read by the daemon).
-fn intent_of(body: &Json) -> Result<Option<Vec<IntentText>>, ApiError> {
+/// The intent of a request: `files` (texts) or `paths` (read by the daemon,
+/// only under its intent directory: `paths.rs`).
+fn intent_of(
+    body: &Json,
+    intent_dir: Option<&std::path::Path>,
+) -> Result<Option<Vec<IntentText>>, ApiError> {
     let bad = |m: &str| {
         ApiError::new(400, "bad_request", m.to_string())
-            .hint("{\"files\": [{\"name\": \"intent.ndl\", \"text\": \"...\"}]} or {\"paths\": [\"/abs/intent.ndl\"]}")
+            .hint("{\"files\": [{\"name\": \"intent.ndl\", \"text\": \"...\"}]} or {\"paths\": [\"intent.ndl\"]} (under the daemon's --intent-dir)")
     };
     if let Some(files) = body.get("files") {
         let arr = files
@@ -199,10 +206,7 @@ fn intent_of(body: &Json) -> Result<Option<Vec<IntentText>>, ApiError> {
         let mut out = Vec::new();
         for p in arr {
             let p = p.as_str().ok_or_else(|| bad("`paths` must be strings"))?;
-            out.push(IntentText::read(std::path::Path::new(p)).map_err(|e| {
-                ApiError::new(400, "unreadable", e.to_string())
-                    .hint("paths are read by the daemon, relative to its working directory")
-            })?);
+            out.push(super::paths::read(intent_dir, p)?);
         }
         return Ok(Some(out));
     }
@@ -277,7 +281,14 @@ fn status(shared: &Shared) -> Reply {
     }))
 }
 
+/// `GET /v1/deltas` without waiting (`server.rs` parks a poll that waits).
 fn deltas(shared: &Shared, query: &str) -> Reply {
+    let (since, _) = deltas_query(query)?;
+    Ok(deltas_after(shared, since)?.unwrap_or_else(|| deltas_json(shared, Vec::new(), since)))
+}
+
+/// `since` and `wait` (seconds, at most 60) of a delta poll.
+pub fn deltas_query(query: &str) -> Result<(u64, u64), ApiError> {
     let mut since = 0u64;
     let mut wait = 25u64;
     for kv in query.split('&').filter(|s| !s.is_empty()) {
@@ -301,15 +312,14 @@ fn deltas(shared: &Shared, query: &str) -> Reply {
             }
         }
     }
-    match shared.deltas.since(since, Duration::from_secs(wait)) {
-        Since::Entries(es) => {
-            let next = es.last().map_or(since, |e| e.seq);
-            Ok(json!({
-                "epoch": shared.epoch,
-                "deltas": es.into_iter().map(|e| e.json).collect::<Vec<_>>(),
-                "next": next,
-            }))
-        }
+    Ok((since, wait))
+}
+
+/// The answer to `since` now: `None` while no entry after it exists.
+pub fn deltas_after(shared: &Shared, since: u64) -> Result<Option<Json>, ApiError> {
+    match shared.deltas.since(since, Duration::ZERO) {
+        Since::Entries(es) if es.is_empty() => Ok(None),
+        Since::Entries(es) => Ok(Some(deltas_json(shared, es, since))),
         Since::TooOld { oldest } => Err(ApiError::new(
             410,
             "too_old",
@@ -323,6 +333,16 @@ fn deltas(shared: &Shared, query: &str) -> Reply {
         )
         .hint("resync, then poll since=the current `deltas.last` of /v1/status")),
     }
+}
+
+/// A delta poll's answer.
+pub fn deltas_json(shared: &Shared, es: Vec<Entry>, since: u64) -> Json {
+    let next = es.last().map_or(since, |e| e.seq);
+    json!({
+        "epoch": shared.epoch,
+        "deltas": es.into_iter().map(|e| e.json).collect::<Vec<_>>(),
+        "next": next,
+    })
 }
 
 fn flag(body: &Json, key: &str, default: bool) -> Result<bool, ApiError> {
@@ -339,7 +359,8 @@ fn plan(shared: &Shared, body: &Json) -> Reply {
     let waivers = waivers_of(body)?;
     let mut guard = current(shared)?;
     let d = &mut *guard;
-    let files = intent_of(body)?.unwrap_or_else(|| d.warm.files().to_vec());
+    let files =
+        intent_of(body, shared.intent_dir.as_deref())?.unwrap_or_else(|| d.warm.files().to_vec());
     let (outputs, store, base) = (&d.outputs, &d.store, d.generation);
     let (change, cand) = d
         .warm
@@ -444,7 +465,7 @@ fn apply(shared: &Shared, body: &Json) -> Reply {
     let waivers = waivers_of(body)?;
     let mut guard = current(shared)?;
     let d = &mut *guard;
-    let files = intent_of(body)?.ok_or_else(|| {
+    let files = intent_of(body, shared.intent_dir.as_deref())?.ok_or_else(|| {
         ApiError::new(400, "bad_request", "nothing to apply").hint("send `files` or `paths`")
     })?;
     let base = d.generation;

@@ -44,6 +44,15 @@ pub enum Since {
 struct Inner {
     entries: VecDeque<Entry>,
     last: u64,
+    /// Counts [`DeltaLog::nudge`]s: a waiter woken by one re-reads its inbox.
+    nudges: u64,
+}
+
+/// What a waiter last saw (`mark`), to sleep until it changes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct Mark {
+    last: u64,
+    nudges: u64,
 }
 
 /// The log, shared by the request threads.
@@ -70,6 +79,39 @@ impl DeltaLog {
             }
         }
         self.arrived.notify_all();
+    }
+
+    /// The log's state now, for [`DeltaLog::wait_change`].
+    pub fn mark(&self) -> Mark {
+        let g = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        Mark {
+            last: g.last,
+            nudges: g.nudges,
+        }
+    }
+
+    /// Wakes every waiter without appending (a new poll was parked).
+    pub fn nudge(&self) {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner()).nudges += 1;
+        self.arrived.notify_all();
+    }
+
+    /// Sleeps until an entry is appended or a nudge comes after `mark` was
+    /// taken, or `timeout` passes.
+    pub fn wait_change(&self, mark: Mark, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        let mut g = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        while g.last == mark.last && g.nudges == mark.nudges {
+            let now = Instant::now();
+            if now >= deadline {
+                return;
+            }
+            g = self
+                .arrived
+                .wait_timeout(g, deadline - now)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
     }
 
     /// The number of the last entry (0 before any).
@@ -145,5 +187,34 @@ mod tests {
         std::thread::sleep(Duration::from_millis(50));
         log.append(vec![serde_json::json!({"device": "h1"})]);
         assert_eq!(t.join().unwrap(), 1);
+    }
+
+    #[test]
+    fn wait_change_returns_on_append_or_nudge_after_the_mark() {
+        let log = std::sync::Arc::new(DeltaLog::default());
+        let mark = log.mark();
+        log.nudge();
+        let t0 = Instant::now();
+        log.wait_change(mark, Duration::from_secs(10));
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "a nudge after the mark wakes"
+        );
+        let mark = log.mark();
+        let l2 = log.clone();
+        let t = std::thread::spawn(move || {
+            let t0 = Instant::now();
+            l2.wait_change(mark, Duration::from_secs(10));
+            t0.elapsed()
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        log.append(vec![serde_json::json!({"device": "h1"})]);
+        assert!(t.join().unwrap() < Duration::from_secs(5));
+        let t0 = Instant::now();
+        log.wait_change(log.mark(), Duration::from_millis(20));
+        assert!(
+            t0.elapsed() >= Duration::from_millis(20),
+            "nothing new: waits the timeout"
+        );
     }
 }

@@ -1,15 +1,19 @@
 //! `netc serve`: a daemon that keeps the intent's dataflow warm.
 //!
 //! Map, in the order a request meets it:
-//! - `http.rs`: HTTP/1.1 (tiny_http), bearer-token auth, body limits, JSON,
-//!   the version check, one log line per request (`log.rs`, `--json`);
+//! - `server.rs`: the threads — a reader per connection, the request
+//!   workers, and the waiter that holds long-polls without a worker;
+//! - `http.rs`: HTTP/1.1 (std only), bearer-token auth and limits before the
+//!   body, read deadlines, JSON, the version check, one log line per
+//!   request (`log.rs`, `--json`);
 //! - `api.rs`: the endpoints (specs/serve.md) over the shared [`api::Daemon`];
+//!   `paths.rs`: the files a request names, read only under `--intent-dir`;
 //!   `candidate.rs`: a plan's or an apply's candidate state through the gate;
 //! - `devices.rs`: where an apply is pushed (inventory, the local lab, or
 //!   nowhere with `--no-push`) and the rollout with put-back;
 //! - `warm.rs`: the session — intent compiled once, each change committed
 //!   as a difference of facts into the running engine (shared with `netc
-//!   repl`);
+//!   repl`); `texts.rs`: its intent texts and where their includes read;
 //! - `pattern.rs`: `rel(X, "c", _)` patterns (queries, `:assert`, `:explain`);
 //! - `deltas.rs`: the numbered stream of per-device deltas;
 //! - `record.rs`: the session as a store generation and back (recovery);
@@ -18,11 +22,13 @@
 //! [`run`] opens the store (`--state DIR`, default `.netc`), recovers the
 //! last committed generation's intent (or starts from the command line's
 //! files), makes or reads the token, binds (127.0.0.1:7878 unless
-//! `--listen` says otherwise) and serves with a few threads. Changes are
-//! serialised by one lock; deltas long-polls wait without holding it.
+//! `--listen` says otherwise) and serves (`server.rs`). Changes are
+//! serialised by one lock; deltas long-polls wait without holding it or a
+//! request worker.
 
 pub mod pattern;
 pub mod warm;
+pub mod texts;
 pub mod deltas;
 pub mod record;
 pub mod devices;
@@ -30,6 +36,8 @@ pub mod log;
 pub mod api;
 pub mod candidate;
 pub mod http;
+pub mod paths;
+pub mod server;
 pub mod client;
 
 use crate::commands::Outcome;
@@ -37,14 +45,16 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-/// Request threads (long-polls occupy one each while they wait).
-const THREADS: usize = 8;
-
 pub struct ServeArgs<'a> {
     pub listen: &'a str,
+    /// `--read-timeout`: how long a request's head and body may take to arrive.
+    pub read_timeout: std::time::Duration,
     pub state: Option<&'a Path>,
     pub token_file: Option<&'a Path>,
     pub intent: &'a [PathBuf],
+    /// `--intent-dir DIR`: the one directory requests' `paths` and `.include`
+    /// may read from (None: they read nothing from disk).
+    pub intent_dir: Option<&'a Path>,
     pub rules: Option<&'a Path>,
     /// `--inventory FILE` (None: the local lab, as `netc apply`).
     pub inventory: Option<&'a Path>,
@@ -84,12 +94,33 @@ fn start(args: &ServeArgs) -> Result<Outcome, Outcome> {
             )
         })?);
     }
-    let (mut warm, generation) = record::recover(&store, initial, args.rules).map_err(|e| {
-        Outcome::InputError(
-            e.to_string(),
-            Some("`netc check --intent FILE` shows the intent's diagnostics".into()),
-        )
-    })?;
+    let intent_dir =
+        match args.intent_dir {
+            None => None,
+            Some(d) if d.is_dir() => Some(std::fs::canonicalize(d).map_err(|e| {
+                Outcome::InputError(
+                    format!("cannot use --intent-dir `{}`: {e}", d.display()),
+                    None,
+                )
+            })?),
+            Some(d) => return Err(Outcome::InputError(
+                format!("--intent-dir `{}` is not a directory", d.display()),
+                Some(
+                    "--intent-dir DIR names the directory whose files requests may name in `paths`"
+                        .into(),
+                ),
+            )),
+        };
+    let includes = warm::Includes::Confined {
+        dir: intent_dir.clone(),
+    };
+    let (mut warm, generation) =
+        record::recover(&store, initial, args.rules, includes).map_err(|e| {
+            Outcome::InputError(
+                e.to_string(),
+                Some("`netc check --intent FILE` shows the intent's diagnostics".into()),
+            )
+        })?;
     // reports name kept artifact sets by absolute path: clients do not share the daemon's cwd
     warm.keep_verified_in(&std::fs::canonicalize(&dir).unwrap_or_else(|_| dir.clone()));
     if generation > 0 && !args.intent.is_empty() {
@@ -105,21 +136,15 @@ fn start(args: &ServeArgs) -> Result<Outcome, Outcome> {
             .map_err(|e| Outcome::InputError(e.to_string(), None))?
             .outputs
     };
-    let server = tiny_http::Server::http(args.listen).map_err(|e| {
+    let listener = std::net::TcpListener::bind(args.listen).map_err(|e| {
         Outcome::InputError(
             format!("cannot listen on {}: {e}", args.listen),
             Some("--listen HOST:PORT, e.g. 127.0.0.1:7878 (port 0 picks a free one)".into()),
         )
     })?;
-    let addr = server
-        .server_addr()
-        .to_ip()
-        .map_or_else(|| args.listen.to_string(), |a| a.to_string());
-    if !server
-        .server_addr()
-        .to_ip()
-        .is_some_and(|a| a.ip().is_loopback())
-    {
+    let bound = listener.local_addr().ok();
+    let addr = bound.map_or_else(|| args.listen.to_string(), |a| a.to_string());
+    if !bound.is_some_and(|a| a.ip().is_loopback()) {
         eprintln!("warning: listening on {addr}, reachable from other machines; every request still needs the token");
     }
     let epoch = std::time::SystemTime::now()
@@ -134,6 +159,7 @@ fn start(args: &ServeArgs) -> Result<Outcome, Outcome> {
         }),
         deltas: deltas::DeltaLog::default(),
         token,
+        intent_dir,
         epoch,
         devices,
         log,
@@ -150,20 +176,7 @@ fn start(args: &ServeArgs) -> Result<Outcome, Outcome> {
             "version": client::VERSION,
         }),
     );
-    let server = Arc::new(server);
-    let workers: Vec<_> = (0..THREADS)
-        .map(|_| {
-            let (server, shared) = (server.clone(), shared.clone());
-            std::thread::spawn(move || {
-                while let Ok(req) = server.recv() {
-                    http::handle(&shared, req);
-                }
-            })
-        })
-        .collect();
-    for w in workers {
-        let _ = w.join();
-    }
+    server::serve(listener, shared, args.read_timeout);
     Ok(Outcome::Ok)
 }
 

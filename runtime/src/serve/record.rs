@@ -15,7 +15,7 @@
 //!   through the gate `netc verify INTENT` runs (`rollout::verdict::gate`):
 //!   the daemon's `/v1/verify` and the REPL's `:whatif` report the same.
 
-use super::warm::{IntentText, Warm, WarmError};
+use super::warm::{Includes, IntentText, Warm, WarmError};
 use crate::intent;
 use crate::io::csv;
 use crate::store::{DeviceOutput, IntentFact, IntentFile, NewGeneration, Store, StoreError};
@@ -37,11 +37,13 @@ pub enum RecordError {
 
 /// The state to start from: the last generation's intent, or `initial`
 /// (the command line's files) when the store has none. Returns the session
-/// and the generation it holds (0: none).
+/// and the generation it holds (0: none); `includes` confines the texts'
+/// `.include`s for the session's life.
 pub fn recover(
     store: &Store,
     initial: Vec<IntentText>,
     rules: Option<&Path>,
+    includes: Includes,
 ) -> Result<(Warm, i64), RecordError> {
     match store.last_applied()? {
         Some(g) => {
@@ -53,13 +55,14 @@ pub fn recover(
                     text: f.text,
                 })
                 .collect();
-            let warm = Warm::start(files, rules).map_err(|source| RecordError::Stored {
-                generation: g.id,
-                source,
-            })?;
+            let warm =
+                Warm::start_in(files, rules, includes).map_err(|source| RecordError::Stored {
+                    generation: g.id,
+                    source,
+                })?;
             Ok((warm, g.id))
         }
-        None => Ok((Warm::start(initial, rules)?, 0)),
+        None => Ok((Warm::start_in(initial, rules, includes)?, 0)),
     }
 }
 

@@ -27,33 +27,15 @@ use crate::intent::{self, findings};
 use crate::placement::{self, PlacementError};
 use netc_compiler::plan::{Plan, RelId};
 use netc_compiler::source::{SourceMap, Span};
+use netc_compiler::syntax::confine::Scope;
 use netc_compiler::value::{Row, Value};
-use netc_compiler::{compile_inputs, SourceInput};
+use netc_compiler::{compile_inputs_in, SourceInput};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-/// One intent file: the name it is cited by and its text.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct IntentText {
-    pub name: String,
-    pub text: String,
-}
-
-impl IntentText {
-    /// Reads a file from disk (named by its path as given).
-    pub fn read(path: &Path) -> Result<IntentText, WarmError> {
-        let text = std::fs::read_to_string(path).map_err(|e| WarmError::Read {
-            path: path.to_path_buf(),
-            source: e,
-        })?;
-        Ok(IntentText {
-            name: path.display().to_string(),
-            text,
-        })
-    }
-}
+pub use super::texts::{Includes, IntentText};
 
 /// Why a change was refused. Nothing changed in the session.
 #[derive(Debug, thiserror::Error)]
@@ -128,6 +110,7 @@ type Facts = BTreeMap<(RelId, Row), Origin>;
 /// A running, evaluated intent.
 pub struct Warm {
     rules: Option<PathBuf>,
+    includes: Includes,
     engine: Engine,
     /// The relations and rules the engine runs, as text: a change with a
     /// different shape cannot be committed incrementally.
@@ -157,13 +140,27 @@ struct Compiled {
     facts: Facts,
 }
 
-fn compile(files: &[IntentText], rules: Option<&Path>) -> Result<Compiled, WarmError> {
+fn compile(
+    files: &[IntentText],
+    rules: Option<&Path>,
+    includes: &Includes,
+) -> Result<Compiled, WarmError> {
     let mut inputs = intent::rules::rule_inputs(rules).map_err(WarmError::Rules)?;
     inputs.extend(files.iter().map(|f| SourceInput::Text {
         name: f.name.clone(),
         text: f.text.clone(),
     }));
-    let mut c = compile_inputs(&inputs);
+    let scope = match includes {
+        Includes::Disk => None,
+        Includes::Confined { dir } => {
+            let texts: Vec<(String, String)> = files
+                .iter()
+                .map(|f| (f.name.clone(), f.text.clone()))
+                .collect();
+            Some(Scope::new(&texts, dir.as_deref()))
+        }
+    };
+    let mut c = compile_inputs_in(&inputs, scope.as_ref());
     // As `intent::load`: warnings inside the rules are not the user's to fix.
     let names: Vec<&str> = files.iter().map(|f| f.name.as_str()).collect();
     let sources = &c.sources;
@@ -200,9 +197,20 @@ fn shape(plan: &Plan) -> String {
 }
 
 impl Warm {
-    /// Compiles and evaluates from scratch (one full evaluation).
+    /// Compiles and evaluates from scratch (one full evaluation); includes
+    /// read from disk.
     pub fn start(files: Vec<IntentText>, rules: Option<&Path>) -> Result<Warm, WarmError> {
-        let c = compile(&files, rules)?;
+        Warm::start_in(files, rules, Includes::Disk)
+    }
+
+    /// [`Warm::start`], with the texts' includes confined as `includes` says
+    /// (for this and every later change).
+    pub fn start_in(
+        files: Vec<IntentText>,
+        rules: Option<&Path>,
+        includes: Includes,
+    ) -> Result<Warm, WarmError> {
+        let c = compile(&files, rules, &includes)?;
         let mut engine = Engine::new(c.plan.clone(), 1)?;
         engine.commit(Transaction::new())?;
         let placed: BTreeSet<Row> = placement::place_into(&mut engine)?
@@ -211,6 +219,7 @@ impl Warm {
         let model_stale = model_reads_placement(&c.plan);
         Ok(Warm {
             rules: rules.map(Path::to_path_buf),
+            includes,
             shape: shape(&c.plan),
             engine,
             plan: c.plan,
@@ -246,7 +255,7 @@ impl Warm {
         decide: impl FnOnce(&Warm, &Change) -> (bool, T),
     ) -> Result<(Change, T), WarmError> {
         let t0 = Instant::now();
-        let c = compile(&files, self.rules.as_deref())?;
+        let c = compile(&files, self.rules.as_deref(), &self.includes)?;
         if shape(&c.plan) != self.shape {
             return self.rebuild(files, decide, t0);
         }
@@ -287,7 +296,7 @@ impl Warm {
         decide: impl FnOnce(&Warm, &Change) -> (bool, T),
         t0: Instant,
     ) -> Result<(Change, T), WarmError> {
-        let mut next = Warm::start(files, self.rules.as_deref())?;
+        let mut next = Warm::start_in(files, self.rules.as_deref(), self.includes.clone())?;
         let old = self.located();
         let new = next.located();
         let mut diff: BTreeMap<(String, Row), isize> = BTreeMap::new();

@@ -70,6 +70,12 @@ pub enum StoreError {
         pid: u32,
         started: String,
     },
+    #[error("generation {generation}: the stored {what} `{file}` does not match the SHA-256 recorded when it was committed (edited in the database?)")]
+    Tampered {
+        generation: i64,
+        what: &'static str,
+        file: String,
+    },
     #[error("state database `{path}`: {source}")]
     Sqlite {
         path: PathBuf,
@@ -95,6 +101,9 @@ impl StoreError {
             StoreError::Busy { .. } => Some(
                 "wait for it to finish; if that process is gone, its journal is stale and the next apply recovers".into(),
             ),
+            StoreError::Tampered { generation, .. } => Some(format!(
+                "netc does not serve, verify or push content it cannot vouch for: apply the intent again (a new generation) or use another generation than {generation} (`netc history` lists them)"
+            )),
             StoreError::Io { .. } | StoreError::Sqlite { .. } => None,
         }
     }
@@ -338,7 +347,12 @@ impl Store {
             .optional()
             .map_err(|e| self.sql(e))?;
         let mut g = row.ok_or(StoreError::NoGeneration { id })?;
-        g.files = self.intent_files(id)?.into_iter().map(|f| f.path).collect();
+        // the list only: a generation whose texts were edited is still listed (reading them refuses)
+        g.files = self.rows(
+            "SELECT path FROM intent_file WHERE gen = ?1 ORDER BY ord",
+            id,
+            |r| r.get(0),
+        )?;
         g.devices = self
             .conn
             .query_row(
@@ -363,9 +377,10 @@ impl Store {
         ids.into_iter().map(|id| self.generation(id)).collect()
     }
 
-    /// The intent files of a generation, in the order they were given.
+    /// The intent files of a generation, in the order they were given;
+    /// [`StoreError::Tampered`] when a text does not match its SHA-256.
     pub fn intent_files(&self, id: i64) -> Result<Vec<IntentFile>, StoreError> {
-        self.rows(
+        let files = self.rows(
             "SELECT path, sha256, text FROM intent_file WHERE gen = ?1 ORDER BY ord",
             id,
             |r| {
@@ -375,7 +390,14 @@ impl Store {
                     text: r.get(2)?,
                 })
             },
-        )
+        )?;
+        if let Some(f) = files
+            .iter()
+            .find(|f| sha256_hex(f.text.as_bytes()) != f.sha256)
+        {
+            return Err(tampered(id, "intent file", &f.path));
+        }
+        Ok(files)
     }
 
     /// The intent facts of a generation.
@@ -393,30 +415,69 @@ impl Store {
         )
     }
 
-    /// Every device artifact of a generation, sorted by device then path.
+    /// Every device artifact of a generation, sorted by device then path;
+    /// [`StoreError::Tampered`] when one does not match its recorded hash
+    /// (rows an older netc committed have none: [`Store::unhashed`]).
     pub fn device_outputs(&self, id: i64) -> Result<Vec<DeviceOutput>, StoreError> {
-        self.rows(
-            "SELECT device, kind, path, text, pushed FROM device_output WHERE gen = ?1 ORDER BY device, path",
+        let rows = self.rows(
+            "SELECT device, kind, path, text, pushed, sha256 FROM device_output WHERE gen = ?1 ORDER BY device, path",
             id,
             |r| {
-                Ok(DeviceOutput {
-                    device: r.get(0)?,
-                    kind: r.get(1)?,
-                    path: r.get(2)?,
-                    text: r.get(3)?,
-                    pushed: r.get::<_, i64>(4)? != 0,
-                })
+                Ok((
+                    DeviceOutput {
+                        device: r.get(0)?,
+                        kind: r.get(1)?,
+                        path: r.get(2)?,
+                        text: r.get(3)?,
+                        pushed: r.get::<_, i64>(4)? != 0,
+                    },
+                    r.get::<_, Option<String>>(5)?,
+                ))
             },
-        )
+        )?;
+        rows.into_iter()
+            .map(|(o, sha)| match sha {
+                Some(h) if h != output_sha256(&o) => Err(tampered(id, "device artifact", &o.path)),
+                _ => Ok(o),
+            })
+            .collect()
     }
 
-    /// `relations/<name>.csv` of a generation: (name, text), sorted.
+    /// `relations/<name>.csv` of a generation: (name, text), sorted; checked
+    /// as [`Store::device_outputs`].
     pub fn relation_files(&self, id: i64) -> Result<Vec<(String, String)>, StoreError> {
-        self.rows(
-            "SELECT name, text FROM relation_file WHERE gen = ?1 ORDER BY name",
+        let rows = self.rows(
+            "SELECT name, text, sha256 FROM relation_file WHERE gen = ?1 ORDER BY name",
             id,
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
+            |r| Ok((r.get(0)?, r.get(1)?, r.get::<_, Option<String>>(2)?)),
+        )?;
+        rows.into_iter()
+            .map(
+                |(name, text, sha): (String, String, Option<String>)| match sha {
+                    Some(h) if h != relation_sha256(&name, &text) => Err(tampered(
+                        id,
+                        "relation file",
+                        &format!("relations/{name}.csv"),
+                    )),
+                    _ => Ok((name, text)),
+                },
+            )
+            .collect()
+    }
+
+    /// How many artifact rows of a generation carry no hash (committed by a
+    /// netc that recorded none): they are read unchecked.
+    pub fn unhashed(&self, id: i64) -> Result<usize, StoreError> {
+        self.generation_exists(id)?;
+        let n: i64 = self
+            .conn
+            .query_row(
+                "SELECT (SELECT count(*) FROM device_output WHERE gen = ?1 AND sha256 IS NULL) + (SELECT count(*) FROM relation_file WHERE gen = ?1 AND sha256 IS NULL)",
+                [id],
+                |r| r.get(0),
+            )
+            .map_err(|e| self.sql(e))?;
+        Ok(n as usize)
     }
 
     fn rows<T>(
@@ -590,7 +651,7 @@ impl Store {
                     .map_err(&sql)?;
             }
             let mut st = tx
-                .prepare("INSERT INTO device_output (gen, device, kind, path, text, pushed) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")
+                .prepare("INSERT INTO device_output (gen, device, kind, path, text, pushed, sha256) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")
                 .map_err(&sql)?;
             for o in &g.outputs {
                 st.execute(params![
@@ -599,15 +660,19 @@ impl Store {
                     o.kind,
                     o.path,
                     o.text,
-                    o.pushed as i64
+                    o.pushed as i64,
+                    output_sha256(o)
                 ])
                 .map_err(&sql)?;
             }
             let mut st = tx
-                .prepare("INSERT INTO relation_file (gen, name, text) VALUES (?1, ?2, ?3)")
+                .prepare(
+                    "INSERT INTO relation_file (gen, name, text, sha256) VALUES (?1, ?2, ?3, ?4)",
+                )
                 .map_err(&sql)?;
             for (name, text) in &g.relations {
-                st.execute(params![id, name, text]).map_err(&sql)?;
+                st.execute(params![id, name, text, relation_sha256(name, text)])
+                    .map_err(&sql)?;
             }
         }
         tx.execute("DELETE FROM applying", []).map_err(&sql)?;
@@ -665,6 +730,24 @@ fn process_alive(pid: u32) -> bool {
             .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
         Err(_) => false,
     }
+}
+
+fn tampered(generation: i64, what: &'static str, file: &str) -> StoreError {
+    StoreError::Tampered {
+        generation,
+        what,
+        file: file.to_string(),
+    }
+}
+
+/// An artifact row's hash: its device, kind and path as well as its text,
+/// so a row moved to another device or path does not match either.
+fn output_sha256(o: &DeviceOutput) -> String {
+    sha256_hex(format!("{}\0{}\0{}\0{}", o.device, o.kind, o.path, o.text).as_bytes())
+}
+
+fn relation_sha256(name: &str, text: &str) -> String {
+    sha256_hex(format!("{name}\0{text}").as_bytes())
 }
 
 /// Lower-case hex SHA-256.

@@ -3,7 +3,10 @@
 //!
 //! Expects: a freshly opened connection. Guarantees: on `Ok`, the file is a
 //! netc store of [`SCHEMA_VERSION`] in WAL mode with `synchronous = FULL`
-//! (an empty or new file is initialised in one transaction); on `Err`, the
+//! (an empty or new file is initialised in one transaction) whose artifact
+//! tables have their `sha256` column (a store of an older netc gains it,
+//! NULL in the rows it already holds: netc reads those unchecked, with a
+//! note; an older netc still reads and writes the store); on `Err`, the
 //! file was not written.
 
 use super::{StoreError, APPLICATION_ID, SCHEMA_VERSION};
@@ -35,11 +38,13 @@ CREATE TABLE device_output (
     gen INTEGER NOT NULL REFERENCES generation(id),
     device TEXT NOT NULL, kind TEXT NOT NULL, path TEXT NOT NULL,
     text TEXT NOT NULL, pushed INTEGER NOT NULL,
+    sha256 TEXT,                          -- of the row (super::row_sha256); NULL: an older netc committed it
     PRIMARY KEY (gen, path)
 );
 CREATE TABLE relation_file (
     gen INTEGER NOT NULL REFERENCES generation(id),
     name TEXT NOT NULL, text TEXT NOT NULL,
+    sha256 TEXT,                          -- as device_output's
     PRIMARY KEY (gen, name)
 );
 -- at most one row: an apply that has started touching devices and not yet
@@ -116,5 +121,27 @@ pub(super) fn prepare(conn: &Connection, path: &Path) -> Result<(), StoreError> 
         ))
         .map_err(sql)?;
     }
+    for table in ["device_output", "relation_file"] {
+        if has_column(conn, table, "sha256").map_err(sql)? {
+            continue;
+        }
+        // another process may add it at the same moment: then it is there
+        if let Err(e) = conn.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN sha256 TEXT")) {
+            if !has_column(conn, table, "sha256").map_err(sql)? {
+                return Err(sql(e));
+            }
+        }
+    }
     Ok(())
+}
+
+fn has_column(conn: &Connection, table: &str, column: &str) -> rusqlite::Result<bool> {
+    let mut st = conn.prepare(&format!("SELECT name FROM pragma_table_info('{table}')"))?;
+    let names = st.query_map([], |r| r.get::<_, String>(0))?;
+    for n in names {
+        if n? == column {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
