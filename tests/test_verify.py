@@ -12,6 +12,9 @@ minimal reader here) to check they are the frames the report describes.
 Mutations edit `relations/*.csv` (the rows the OVS/P4/Mux targets render);
 when the OVS target has written `ovs/*.flows`, the mutant drops that
 directory so the verifier reads the mutated rows (they carry the same text).
+An `agent_*` relation's mutation is written into the host-agent documents
+(`host/<device>.json`), which are what is pushed and what the verifier
+reads.
 """
 
 from __future__ import annotations
@@ -87,6 +90,31 @@ def read_rows(d: Path, rel: str) -> list[list[str]]:
 
 def write_rows(d: Path, rel: str, rows: list[list[str]]) -> None:
     (d / "relations" / f"{rel}.csv").write_text("".join("\t".join(r) + "\n" for r in rows))
+    if rel.startswith("agent_") and (d / "host").is_dir():
+        write_docs(d, rel, rows)
+
+
+# relation -> (section, columns after the device) of specs/host-agent.md, for the relations mutated here
+HOST_SECTIONS = {
+    "agent_mux_vip": ("mux_vips", ["vni", "vip", "proto", "port", "n"]),
+    "agent_mux_member": ("mux_members", ["vip", "proto", "port", "idx", "mvni", "member"]),
+    "agent_mux_tunnel": ("mux_tunnels", ["mvni", "member", "underlay", "dmac"]),
+    "agent_mux_snat": ("mux_snat", ["vip", "port_lo", "port_hi", "vni", "dip", "underlay"]),
+}
+
+
+def write_docs(d: Path, rel: str, rows: list[list[str]]) -> None:
+    """Writes `rel`'s rows into each device's host-agent document (numbers as JSON numbers)."""
+    section, cols = HOST_SECTIONS[rel]
+    for f in (d / "host").glob("*.json"):
+        doc = json.loads(f.read_text())
+        mine = [r[1:] for r in rows if r[0] == f.stem]
+        if mine:
+            # in the rows' order: a row put first takes the section's first lines
+            doc[section] = [{c: int(v) if v.lstrip("-").isdigit() else v for c, v in zip(cols, r)} for r in mine]
+        else:
+            doc.pop(section, None)
+        f.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
 
 
 def edit(d: Path, rel: str, pick: Callable[[list[str]], bool], change: Callable[[list[str]], list[str] | None]) -> None:

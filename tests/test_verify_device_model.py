@@ -232,14 +232,16 @@ def tunnel_deleted(switch: str, dip: str) -> Callable[[Path], Cites]:
 
 
 def m_mux_tunnel_row_deleted(d: Path) -> Cites:
-    # quickstart: mux1 loses its tunnel to web1 (10.1.1.11) while agg1 still delivers there
-    f = d / "relations" / "agent_mux_tunnel.csv"
+    # quickstart: mux1's pushed document loses its tunnel to web1 (10.1.1.11) while agg1 still delivers there
+    f = d / "host" / "mux1.json"
+    doc = json.loads(f.read_text())
+    doc["mux_tunnels"] = [t for t in doc["mux_tunnels"] if (t["mvni"], t["member"]) != (5001, "10.1.1.11")]
+    f.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    # the Mux's vip items: the line of each object's `{` in the `mux_vips` section
     ls = lines(f)
-    i = next(k for k, x in enumerate(ls) if x.split("\t")[:3] == ["mux1", "5001", "10.1.1.11"])
-    del ls[i]
-    write(f, ls)
-    vip = d / "relations" / "agent_mux_vip.csv"
-    return [(vip, k + 1) for k, x in enumerate(lines(vip)) if x.startswith("mux1\t")]
+    start = next(k for k, x in enumerate(ls) if x.strip().startswith('"mux_vips": ['))
+    end = next(k for k in range(start, len(ls)) if ls[k].strip().startswith("]"))
+    return [(f, k + 1) for k in range(start + 1, end) if ls[k].strip() == "{"]
 
 
 MUTANTS = [

@@ -357,16 +357,17 @@ def test_nf_fault_incremental_equals_full(netc_bin: str, work: Path, mutant: tup
 
 # ------------------------------------------------ AFF-1 citations when the rows above them move
 
-# An AFF-1 finding cites its row's `file:line`. A row inserted above it (one
-# no check or trace reads: a Mux that holds no VIP traffic) moves that line
-# and nothing else; the update re-reads only the rows that differ
+# An AFF-1 finding cites its row's `file:line` (in the Mux's pushed
+# document). A row inserted above it in the same document (one no check or
+# trace reads: a tunnel to a TIP no slot names, a VIP with no slots) moves
+# that line and nothing else; the update re-reads only the rows that differ
 # (`lb.rs`, `table_recheck.rs`), so a finding kept with its old citation,
 # or a load-balancer row id not renumbered, would differ from the full
 # report. The cited line must really move (else the test proves nothing).
 SHIFTS = [
-    # (mutant, relation, row inserted first)
-    ("mux-tunnel-wrong-host", "agent_mux_tunnel", ["mux9", "0", "10.9.9.9", "192.168.0.9", "02:00:00:00:09:09"]),
-    ("empty-vector-slot", "agent_mux_vip", ["mux9", "1", "198.18.0.1", "6", "9", "0"]),
+    # (mutant, relation, row inserted first, on the Mux the mutant breaks)
+    ("mux-tunnel-wrong-host", "agent_mux_tunnel", ["mux1", "0", "10.9.9.9", "192.168.0.9", "02:00:00:00:09:09"]),
+    ("empty-vector-slot", "agent_mux_vip", ["mux3", "1", "198.18.0.1", "6", "9", "0"]),
 ]
 
 

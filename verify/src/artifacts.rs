@@ -2,10 +2,12 @@
 //!
 //! Expects `DIR/relations/<rel>.csv` (tab-separated rows, location first)
 //! and, when the OVS target has rendered them, `DIR/ovs/<host>.flows` /
-//! `.groups` (ovs-ofctl add-flows / add-groups lines, specs/targets.md §3.1).
+//! `.groups` (ovs-ofctl add-flows / add-groups lines, specs/targets.md §3.1),
+//! `DIR/p4/<switch>.txtpb` and `DIR/host/<device>.json`.
 //! Guarantees: the OVS model is built from the `.flows`/`.groups` text when
 //! present (exactly what is pushed), else from `ovs_flow.csv` /
-//! `ovs_group.csv` (the same text, one row per flow); every row remembers
+//! `ovs_group.csv` (the same text, one row per flow); the `agent_*` rows
+//! from the host-agent documents when present (`host_docs.rs`); every row remembers
 //! its `file:line` for counterexamples; a malformed line is an
 //! [`ArtifactError`] naming file, line and what was expected. Everything a
 //! check reads is read here, once (the P4 requests too, [`SwitchText`]): no
@@ -74,7 +76,7 @@ pub struct ArtifactError {
     pub hint: Option<String>,
 }
 
-fn bad(at: impl Into<String>, message: impl Into<String>) -> ArtifactError {
+pub(crate) fn bad(at: impl Into<String>, message: impl Into<String>) -> ArtifactError {
     ArtifactError {
         at: at.into(),
         message: message.into(),
@@ -174,8 +176,10 @@ impl Artifacts {
                 .collect();
             a.relations.insert(rel, rows);
         }
-        // The P4 switches: what their WriteRequests install, not the rows.
+        // The P4 switches: what their WriteRequests install, not the rows;
+        // the agents: the documents pushed to them.
         a.switches = crate::p4::read_switches(dir, &mut a.relations)?;
+        crate::host_docs::read_host_docs(dir, &mut a.relations)?;
         if rendered {
             a.load_ovs_files(&ovs_dir)?;
         } else {
@@ -327,14 +331,14 @@ pub fn parse_group_line(line: &str, at: &str) -> Result<GroupText, ArtifactError
     })
 }
 
-fn read_dir(d: &Path) -> Result<Vec<PathBuf>, ArtifactError> {
+pub(crate) fn read_dir(d: &Path) -> Result<Vec<PathBuf>, ArtifactError> {
     let rd = std::fs::read_dir(d).map_err(|e| bad(d.display().to_string(), e.to_string()))?;
     let mut v: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
     v.sort();
     Ok(v)
 }
 
-fn read(p: &Path) -> Result<String, ArtifactError> {
+pub(crate) fn read(p: &Path) -> Result<String, ArtifactError> {
     std::fs::read_to_string(p).map_err(|e| bad(p.display().to_string(), e.to_string()))
 }
 

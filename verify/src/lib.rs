@@ -48,6 +48,7 @@ pub mod p4;
 pub mod bridge;
 pub mod checks;
 pub mod dirty;
+pub mod host_docs;
 pub mod incremental;
 pub mod kept;
 pub mod lb;

@@ -30,6 +30,8 @@ use std::net::Ipv4Addr;
 type Endpoint = (u32, u32, u8, u16);
 /// A vector slot's member: (mvni, member).
 type Member = (u32, u32);
+/// A Mux's slots: index → (member, its `agent_mux_member` row's `file:line`).
+type Slots<'a> = BTreeMap<u128, (Member, &'a str)>;
 
 /// What an instance does with the connections that hash to one slot.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,6 +64,8 @@ pub(super) struct Instance {
     slots: BTreeMap<u128, SlotFate>,
     /// For a software Mux, its `agent_mux_vip` row's `file:line`.
     at: String,
+    /// For a software Mux, each slot's `agent_mux_member` row's `file:line`.
+    slot_at: BTreeMap<u128, String>,
     /// For a switch, a packet its entry balances (any slot).
     sample: Option<PacketIn>,
 }
@@ -73,7 +77,7 @@ pub(super) fn smux_instances(a: &Artifacts) -> Vec<Instance> {
     let rows = |r: &str| a.relations.get(r).map(Vec::as_slice).unwrap_or(&[]);
     let num = |t: &str| t.parse::<u128>().ok();
     // (mux, vip, proto, port) → slot → member
-    let mut members: BTreeMap<(&str, u32, u8, u16), BTreeMap<u128, Member>> = BTreeMap::new();
+    let mut members: BTreeMap<(&str, u32, u8, u16), Slots> = BTreeMap::new();
     for r in rows("agent_mux_member") {
         let v = &r.vals;
         let (Some(vip), Some(proto), Some(port), Some(idx), Some(mvni), Some(m)) = (
@@ -89,7 +93,7 @@ pub(super) fn smux_instances(a: &Artifacts) -> Vec<Instance> {
         members
             .entry((v[0].as_str(), vip, proto as u8, port as u16))
             .or_default()
-            .insert(idx, (mvni as u32, m));
+            .insert(idx, ((mvni as u32, m), r.at.as_str()));
     }
     // (mux, mvni, member) with a tunnel
     let mut tunnels: BTreeSet<(&str, u32, u32)> = BTreeSet::new();
@@ -114,7 +118,7 @@ pub(super) fn smux_instances(a: &Artifacts) -> Vec<Instance> {
         };
         let mux = v[0].as_str();
         let m = members.get(&(mux, vip, proto as u8, port as u16));
-        let fate = |i: u128| match m.and_then(|m| m.get(&i).copied()) {
+        let fate = |i: u128| match m.and_then(|m| m.get(&i)).map(|(x, _)| *x) {
             None => SlotFate::Empty,
             // a TIP (second level): sent on as it is
             Some(x @ (0, _)) => SlotFate::Deliver(x),
@@ -130,6 +134,9 @@ pub(super) fn smux_instances(a: &Artifacts) -> Vec<Instance> {
             n,
             slots: (0..n).map(|i| (i, fate(i))).collect(),
             at: r.at.clone(),
+            slot_at: m
+                .map(|m| m.iter().map(|(i, (_, at))| (*i, at.to_string())).collect())
+                .unwrap_or_default(),
             sample: None,
         });
     }
@@ -159,6 +166,7 @@ pub(super) fn switch_instances(i: usize, model: &Model) -> Vec<Instance> {
                 n: slot.n,
                 slots: BTreeMap::new(),
                 at: String::new(),
+                slot_at: BTreeMap::new(),
                 sample: model.space.witness(&o.set),
             });
         let fate = match (lb.member, &o.fate) {
@@ -239,10 +247,19 @@ pub(super) fn affinity(
                     });
                     cx.cites.extend(t.cites);
                 }
-                None => cx.cites.push(format!(
-                    "{}  agent_mux_vip of {}",
-                    reference.at, reference.name
-                )),
+                None => {
+                    cx.cites.push(format!(
+                        "{}  agent_mux_vip of {}",
+                        reference.at, reference.name
+                    ));
+                    let slot = u128::from(h) % reference.n.max(1);
+                    if let Some(at) = reference.slot_at.get(&slot) {
+                        cx.cites.push(format!(
+                            "{at}  agent_mux_member of {} (slot {slot})",
+                            reference.name
+                        ));
+                    }
+                }
             }
             out.push(cx);
         }
