@@ -41,6 +41,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from test_verify_p4 import compile_examples
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = ["yoda", "quickstart", "ananta", "athena", "andromeda", "nfchain", "rubik", "anolis"]
@@ -54,14 +55,7 @@ def intent(example: str) -> str:
 
 @pytest.fixture(scope="module")
 def compiled(netc_bin: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    base = tmp_path_factory.mktemp("device-model")
-    out = {}
-    for e in EXAMPLES:
-        r = subprocess.run([netc_bin, "compile", intent(e), "--out", str(base / e)],
-                           capture_output=True, text=True, timeout=300)
-        assert r.returncode == 0, r.stderr
-        out[e] = base / e
-    return out
+    return compile_examples(netc_bin, tmp_path_factory.mktemp("device-model"), EXAMPLES)
 
 
 def verify(netc: str, d: Path, example: str, *extra: str) -> tuple[int, dict, str]:

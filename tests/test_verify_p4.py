@@ -37,16 +37,20 @@ def intent(example: str) -> str:
     return str(REPO / "examples" / example / "intent.ndl")
 
 
-@pytest.fixture(scope="module")
-def compiled(netc_bin: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    base = tmp_path_factory.mktemp("verify-p4")
+def compile_examples(netc_bin: str, base: Path, examples: list[str]) -> dict[str, Path]:
+    """`netc compile` of each example into `base/<example>`."""
     out = {}
-    for e in EXAMPLES:
+    for e in examples:
         r = subprocess.run([netc_bin, "compile", intent(e), "--out", str(base / e)],
                            capture_output=True, text=True, timeout=300)
         assert r.returncode == 0, r.stderr
         out[e] = base / e
     return out
+
+
+@pytest.fixture(scope="module")
+def compiled(netc_bin: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    return compile_examples(netc_bin, tmp_path_factory.mktemp("verify-p4"), EXAMPLES)
 
 
 def verify(netc: str, args: list[str]) -> tuple[int, dict, str]:

@@ -21,11 +21,10 @@ import codecs
 import ipaddress
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
-from test_verify_p4 import blocks, edit_block, line_of, status, verify
+from test_verify_p4 import blocks, compile_examples, edit_block, line_of, status, verify
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = ["quickstart", "athena", "ananta", "rubik", "yoda", "nfchain", "andromeda"]
@@ -79,14 +78,7 @@ def port_bytes(p: int) -> bytes:
 
 @pytest.fixture(scope="module")
 def compiled(netc_bin: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    base = tmp_path_factory.mktemp("underlay")
-    out = {}
-    for e in EXAMPLES:
-        r = subprocess.run([netc_bin, "compile", intent(e), "--out", str(base / e)],
-                           capture_output=True, text=True, timeout=300)
-        assert r.returncode == 0, r.stderr
-        out[e] = base / e
-    return out
+    return compile_examples(netc_bin, tmp_path_factory.mktemp("underlay"), EXAMPLES)
 
 
 def reach1(report: dict) -> dict:

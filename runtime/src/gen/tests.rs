@@ -305,20 +305,24 @@ fn evaluate_generated(
     (plan, engine)
 }
 
-/// `p4_underlay` rows as (switch, network, length, port).
+/// The fabric's own underlay routes (`p4_fabric_route`: `p4_underlay`
+/// without the /32s of the placed VIPs and TIPs) as (switch, network,
+/// length, port).
 fn underlay(
     plan: &netc_compiler::plan::Plan,
     e: &crate::engine::Engine,
 ) -> Vec<(String, u32, u8, i64)> {
     use netc_compiler::value::Value;
-    let r = plan.relation_id("p4_underlay").expect("p4_underlay");
+    let r = plan
+        .relation_id("p4_fabric_route")
+        .expect("p4_fabric_route");
     e.contents(r)
         .iter()
         .map(|row| match (&row[0], &row[1], &row[2]) {
             (Value::Symbol(s), Value::Prefix4(a, l), Value::Number(p)) => {
                 (s.as_str().to_string(), *a, *l, *p)
             }
-            other => panic!("unexpected p4_underlay row {other:?}"),
+            other => panic!("unexpected p4_fabric_route row {other:?}"),
         })
         .collect()
 }
