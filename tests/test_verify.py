@@ -20,6 +20,7 @@ reads.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import struct
 import subprocess
@@ -94,18 +95,29 @@ def write_rows(d: Path, rel: str, rows: list[list[str]]) -> None:
         write_docs(d, rel, rows)
 
 
-# relation -> (section, columns after the device) of specs/host-agent.md, for the relations mutated here
-HOST_SECTIONS = {
-    "agent_mux_vip": ("mux_vips", ["vni", "vip", "proto", "port", "n"]),
-    "agent_mux_member": ("mux_members", ["vip", "proto", "port", "idx", "mvni", "member"]),
-    "agent_mux_tunnel": ("mux_tunnels", ["mvni", "member", "underlay", "dmac"]),
-    "agent_mux_snat": ("mux_snat", ["vip", "port_lo", "port_hi", "vni", "dip", "underlay"]),
-}
+def host_sections() -> dict[str, tuple[str, list[str]]]:
+    """relation -> (section, columns after the device) of the host-agent
+    documents, as `targets/src/host/mod.rs` (SECTIONS) renders them."""
+    src = (REPO / "targets" / "src" / "host" / "mod.rs").read_text()
+    table = src.split("pub const SECTIONS", 1)[1].split("];", 1)[0]
+    out = {}
+    for rel, section, cols in re.findall(r'\(\s*"(agent_\w+)",\s*"(\w+)",\s*&\[([^\]]*)\],?\s*\)', table):
+        out[rel] = (section, re.findall(r'"(\w+)"', cols))
+    assert "agent_mux_member" in out, "SECTIONS not found in targets/src/host/mod.rs"
+    return out
+
+
+HOST_SECTIONS = host_sections()
 
 
 def write_docs(d: Path, rel: str, rows: list[list[str]]) -> None:
     """Writes `rel`'s rows into each device's host-agent document (numbers as JSON numbers)."""
     section, cols = HOST_SECTIONS[rel]
+    # a device the rows name without a document gets one (a row moved to another agent)
+    for device in {r[0] for r in rows}:
+        f = d / "host" / f"{device}.json"
+        if not f.exists():
+            f.write_text(json.dumps({"host": device, "schema": "netc-host-agent/1"}) + "\n")
     for f in (d / "host").glob("*.json"):
         doc = json.loads(f.read_text())
         mine = [r[1:] for r in rows if r[0] == f.stem]
