@@ -190,10 +190,24 @@ pub fn eval_unary(op: UnOp, a: &Value) -> Option<Value> {
     }
 }
 
-/// Compares two values with [`Value`]'s order: numbers numerically, symbols
-/// by text, addresses and prefixes by bits then length, floats by IEEE
-/// `totalOrder` (so `-0.0 < 0.0` and NaN equals itself).
+/// Compares two values as a constraint does: numbers numerically, symbols
+/// by text, addresses and prefixes by bits then length, and two floats as
+/// IEEE 754 compares them, as Souffle does (`-0.0 = 0.0`; NaN is unequal to
+/// everything, itself included, and neither below nor above anything). A
+/// relation still tells rows apart by [`Value`]'s total order (`-0.0` and
+/// `0.0` are two rows, as in Souffle, which keeps a float's bits).
 pub fn compare(op: CmpOp, a: &Value, b: &Value) -> bool {
+    if let (Value::Float(x), Value::Float(y)) = (a, b) {
+        let (x, y) = (x.0, y.0);
+        return match op {
+            CmpOp::Eq => x == y,
+            CmpOp::Ne => x != y,
+            CmpOp::Lt => x < y,
+            CmpOp::Le => x <= y,
+            CmpOp::Gt => x > y,
+            CmpOp::Ge => x >= y,
+        };
+    }
     let o = a.cmp(b);
     match op {
         CmpOp::Eq => o == Ordering::Equal,

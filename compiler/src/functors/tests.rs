@@ -695,8 +695,15 @@ fn comparisons_follow_value_order() {
         &s("functors-test-aaa2")
     ));
     assert!(compare(CmpOp::Lt, &ip4("9.0.0.1"), &ip4("10.0.0.1")));
-    assert!(compare(CmpOp::Lt, &f(-0.0), &f(0.0)), "totalOrder");
-    assert!(compare(CmpOp::Eq, &f(f64::NAN), &f(f64::NAN)), "totalOrder");
+    // floats as IEEE 754 (and Souffle) compare them
+    assert!(compare(CmpOp::Eq, &f(-0.0), &f(0.0)));
+    assert!(!compare(CmpOp::Lt, &f(-0.0), &f(0.0)));
+    assert!(compare(CmpOp::Le, &f(-0.0), &f(0.0)) && compare(CmpOp::Ge, &f(-0.0), &f(0.0)));
+    for op in [CmpOp::Eq, CmpOp::Lt, CmpOp::Le, CmpOp::Gt, CmpOp::Ge] {
+        assert!(!compare(op, &f(f64::NAN), &f(f64::NAN)), "{op:?}");
+        assert!(!compare(op, &f(f64::NAN), &f(1.0)), "{op:?}");
+    }
+    assert!(compare(CmpOp::Ne, &f(f64::NAN), &f(f64::NAN)));
     assert!(compare(CmpOp::Lt, &p4("10.0.0.0/8"), &p4("10.0.0.0/16")));
 }
 

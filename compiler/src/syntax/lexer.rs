@@ -229,20 +229,65 @@ impl<'a> Lexer<'a> {
                     self.pos += 1;
                 }
             } else if c == b'/' && self.peek(1) == b'*' {
+                let start = self.pos;
                 self.pos += 2;
                 while self.pos < self.b.len() && !(self.peek(0) == b'*' && self.peek(1) == b'/') {
                     self.pos += 1;
                 }
+                if self.pos >= self.b.len() {
+                    // never drop the rest of the file silently
+                    self.push(
+                        Tok::Error("unterminated comment: `/*` with no closing `*/`".into()),
+                        start,
+                    );
+                }
                 self.pos = (self.pos + 2).min(self.b.len());
             } else if c == b'#' && (self.pos == 0 || self.b[self.pos - 1] == b'\n') {
-                // Preprocessor-style lines (`#pragma`, `#line`) are ignored, as comments.
-                while self.pos < self.b.len() && self.peek(0) != b'\n' {
-                    self.pos += 1;
-                }
+                self.preprocessor_line();
             } else {
                 return;
             }
         }
+    }
+
+    /// A line starting with `#` (Souffle runs the C preprocessor on its
+    /// input). A line marker (`# 12 "f.dl"`, `#line 12`) is skipped, as the
+    /// preprocessor's output carries them; `#include "file"` is read as
+    /// `.include "file"` (a `Directive` token here, the file name lexed next);
+    /// anything else (`#define`, `#ifdef`, `#include <file>`, ...) is an
+    /// error token naming it, never a line dropped.
+    fn preprocessor_line(&mut self) {
+        let start = self.pos;
+        let mut end = self.pos;
+        while end < self.b.len() && self.b[end] != b'\n' {
+            end += 1;
+        }
+        let line = self.src[start + 1..end].trim_start();
+        let word: String = line
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric())
+            .collect();
+        if word == "line" || line.starts_with(|c: char| c.is_ascii_digit()) {
+            self.pos = end;
+            return;
+        }
+        if word == "include" && line["include".len()..].trim_start().starts_with('"') {
+            self.pos = start + 1 + (self.src[start + 1..end].len() - line.len()) + "include".len();
+            self.push(Tok::Directive("include".into()), start);
+            return;
+        }
+        self.pos = end;
+        let what = if word == "include" {
+            "`#include <...>` (a system header)".to_string()
+        } else {
+            format!("`#{word}`")
+        };
+        self.push(
+            Tok::Error(format!(
+                "unsupported preprocessor line {what}: netc runs no C preprocessor (`#include \"file\"` and `.include \"file\"` are read; see specs/language.md)"
+            )),
+            start,
+        );
     }
 
     fn string(&mut self) -> Tok {
@@ -419,6 +464,40 @@ mod tests {
 
     fn toks(s: &str) -> Vec<Tok> {
         lex(FileId(0), s).into_iter().map(|t| t.tok).collect()
+    }
+
+    #[test]
+    fn an_unterminated_block_comment_is_an_error_not_the_end_of_the_file() {
+        let t = toks("a(1).\n/* never closed\nb(2).\n");
+        assert!(
+            matches!(&t[..], [.., Tok::Error(e), Tok::Eof] if e.starts_with("unterminated comment")),
+            "{t:?}"
+        );
+        assert!(!t.contains(&Tok::Ident("b".into())));
+    }
+
+    #[test]
+    fn preprocessor_lines_are_read_skipped_or_refused_never_dropped() {
+        // `#include "file"` is `.include "file"`
+        assert_eq!(
+            toks("#include \"edb.dl\"\na(1)."),
+            toks(".include \"edb.dl\"\na(1).")
+        );
+        // line markers, as the preprocessor writes them, are skipped
+        assert_eq!(toks("# 1 \"x.dl\"\n#line 3\na(1)."), toks("a(1)."));
+        // everything else is an error token that names it
+        for (line, name) in [
+            ("#define N 3", "`#define`"),
+            ("#ifdef X", "`#ifdef`"),
+            ("#pragma once", "`#pragma`"),
+            ("#include <x.dl>", "`#include <...>`"),
+        ] {
+            let t = toks(&format!("{line}\na(1)."));
+            assert!(
+                matches!(&t[0], Tok::Error(e) if e.contains(name) && e.contains("preprocessor")),
+                "{line}: {t:?}"
+            );
+        }
     }
 
     #[test]

@@ -143,7 +143,8 @@ impl<'t> Parser<'t> {
     fn error<T>(&self, expected: &str, hint: Option<&str>) -> PResult<T> {
         let found = self.peek();
         let message = match found {
-            Tok::Error(e) if e.starts_with("unterminated") => e.clone(),
+            // a message, not a character (`unterminated ...`, a preprocessor line)
+            Tok::Error(e) if e.chars().count() > 1 => e.clone(),
             Tok::Error(c) => format!("unexpected character `{c}`; expected {expected}"),
             _ => format!("expected {expected}, found {}", found.describe()),
         };

@@ -139,10 +139,12 @@ pub fn cond<R: Slots + ?Sized>(c: &Cond, row: &R) -> Option<bool> {
     match c {
         Cond::Compare(op, a, b) => {
             let (a, b) = (eval(a, row)?, eval(b, row)?);
+            let float = matches!(a, Value::Float(_));
             Some(match op {
-                // Equality needs no interner lookup: `Ord` is consistent with `Eq`.
-                CmpOp::Eq => a == b,
-                CmpOp::Ne => a != b,
+                // Equality needs no interner lookup: `Ord` is consistent with
+                // `Eq` (floats compare as IEEE 754 does: `functors::compare`)
+                CmpOp::Eq if !float => a == b,
+                CmpOp::Ne if !float => a != b,
                 _ => functors::compare(*op, &a, &b),
             })
         }
