@@ -32,22 +32,21 @@
 //! The walk is exact per packet class (BDDs; a route or load-balancer slot
 //! is a possible choice, as everywhere in the switch model). Each violation
 //! is one counterexample per (address, switch, kind): a concrete packet at
-//! its entry switch, replayed through the concrete interpreter switch by
+//! its entry switch, replayed (`replay.rs`) through the concrete interpreter switch by
 //! switch (each hop's entries as `.txtpb` file:line), with the intent facts
 //! behind it (the VIP, its TIP range, the links walked, the announcement).
 //! Software Muxes are outside the walk: the intent attaches them nowhere in
 //! the fabric (specs/targets.md §1.11), so the aggregates they announce
 //! have no route to follow.
 
-use super::ingress::{Fate, PacketIn};
+use super::ingress::Fate;
 use super::request::P4Info;
 use super::switch::Switch;
 use super::symbolic::{Key, Model, Slot, Space, SymOutcome};
 use crate::artifacts::Artifacts;
 use crate::policy::Facts;
-use crate::report::{Counterexample, PathCx};
+use crate::report::Counterexample;
 use biodivine_lib_bdd::{Bdd, BddPointer, BddVariable};
-use netc_compiler::functors::hash5_v4;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;
 
@@ -768,80 +767,9 @@ fn entry_port(sw: &str, fabric: &Fabric, attached: &BTreeMap<(String, u32), Stri
         })
 }
 
-/// A found violation as a counterexample: a concrete packet of its set, at
-/// the entry switch, with a source port whose hash takes every slot on its
-/// path, followed switch by switch by the concrete interpreter.
-fn replay(sws: &[&Switch], info: &P4Info, w: &Walk, f: Found) -> Counterexample {
-    let (entry, port, vni, addr) = f.entry;
-    let inner = w.space.witness(&f.set);
-    let mut p = PacketIn {
-        ingress_port: port,
-        // a host's tunnels: the VNI of a packet of the set
-        vxlan_vni: vni.or_else(|| inner.as_ref().and_then(|x| x.vxlan_vni)),
-        outer_dst: addr,
-        proto: inner.as_ref().map_or(6, |x| x.proto),
-        src: inner.as_ref().map_or(0xc633_6407, |x| x.src),
-        dst: inner.as_ref().map_or(addr, |x| x.dst),
-        sport: 0,
-        dport: inner.as_ref().map_or(0, |x| x.dport),
-    };
-    if let Some(sp) = (0..=u16::MAX).find(|sp| {
-        let h = u128::from(hash5_v4(p.proto, p.src, p.dst, *sp, p.dport));
-        f.slots.iter().all(|s| h % s.n == s.idx)
-    }) {
-        p.sport = sp;
-    }
-    let first = p.clone();
-    let mut hops = Vec::new();
-    let mut cites = Vec::new();
-    let mut at = entry;
-    let mut end = String::new();
-    for _ in 0..w.limit {
-        let sw = sws[at];
-        let t = sw.ingress(info, &p);
-        hops.push(format!(
-            "{} ingress {}",
-            sw.name,
-            super::invariants::show(&p)
-        ));
-        hops.extend(t.cites.iter().map(|c| format!("  entry {c}")));
-        cites.extend(t.cites.iter().cloned());
-        end = format!("{}: {}", sw.name, super::invariants::fate_text(&t.fate));
-        let Fate::Unicast { port, encap } = t.fate else {
-            break;
-        };
-        if let Some((v, ul, _)) = encap {
-            p.vxlan_vni = Some(v);
-            p.outer_dst = ul;
-        }
-        match w.fabric.links.get(&(sw.name.clone(), port)) {
-            Some((peer, q, _)) => match w.index.get(peer.as_str()) {
-                Some(&n) => {
-                    at = n;
-                    p.ingress_port = *q;
-                }
-                None => break,
-            },
-            None => {
-                if let Some(h) = w.attached.get(&(sw.name.clone(), port)) {
-                    end.push_str(&format!(" (host {h})"));
-                } else {
-                    end.push_str(" (no link: out of the fabric)");
-                }
-                break;
-            }
-        }
-    }
-    cites.extend(f.facts);
-    Counterexample {
-        invariant: f.invariant.into(),
-        summary: format!("{} (e.g. {})", f.summary, super::invariants::show(&first)),
-        packet: Some(super::frame::packet(w.names[entry], &first)),
-        paths: vec![PathCx { hops, end }],
-        cites,
-        key: None,
-    }
-}
+mod replay;
+
+use replay::replay;
 
 #[cfg(test)]
 mod tests;

@@ -2,6 +2,7 @@
 //! address.
 
 use super::*;
+use crate::p4::ingress::PacketIn;
 
 fn probe(a: u32) -> PacketIn {
     PacketIn {
