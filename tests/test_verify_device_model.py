@@ -41,7 +41,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from test_verify_p4 import compile_examples
+from test_verify_p4 import blocks, compile_examples, edit_block, pb_bytes
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = ["yoda", "quickstart", "ananta", "athena", "andromeda", "nfchain", "rubik", "anolis"]
@@ -170,37 +170,9 @@ def m_group_defined_twice(d: Path) -> Cites:
 
 # ---------------------------------------------------------------- .txtpb as text
 
-def blocks(text: str) -> list[tuple[int, str]]:
-    """The top-level `updates { ... }` blocks: (1-based line of `updates {`, text)."""
-    out, start, cur = [], None, []
-    for n, line in enumerate(text.splitlines(keepends=True), 1):
-        if line.startswith("updates {"):
-            start, cur = n, [line]
-        elif start is not None:
-            cur.append(line)
-            if line.rstrip() == "}":
-                out.append((start, "".join(cur)))
-                start = None
-    return out
-
-
-def edit_block(f: Path, pick: Callable[[str], bool], change: Callable[[str], str | None]) -> int:
-    """Applies `change` to the one update block `pick` selects (None deletes
-    it); returns the line of its `updates {`."""
-    text = f.read_text()
-    hits = [(n, b) for n, b in blocks(text) if pick(b)]
-    assert len(hits) == 1, f"{f}: {len(hits)} blocks match"
-    n, b = hits[0]
-    new = change(b)
-    f.write_text(text.replace(b, new if new is not None else "", 1))
-    return n
-
-
 def pb_ip(ip: str) -> str:
     """An IPv4 address as protobuf text-format writes its 4 bytes."""
-    named = {9: "\\t", 10: "\\n", 13: "\\r", 34: '\\"', 39: "\\'", 92: "\\\\"}
-    return "".join(named.get(b) or (chr(b) if 32 <= b < 127 else f"\\{b:03o}")
-                   for b in (int(x) for x in ip.split(".")))
+    return pb_bytes(bytes(int(x) for x in ip.split(".")))
 
 
 MCAST, TUNNEL = "table_id: 33554437\n", "table_id: 33554442\n"

@@ -103,13 +103,24 @@ def blocks(text: str) -> list[tuple[int, str]]:
     return out
 
 
-def edit_block(path: Path, pick: Callable[[str], bool], change: Callable[[str], str | None]) -> None:
-    """Applies `change` to the one update block `pick` selects (None deletes it)."""
+def pb_bytes(b: bytes) -> str:
+    """Bytes as protobuf text format writes them in the requests: C escapes
+    for tab, newline, return and quotes, printable characters as they are,
+    the rest in octal."""
+    named = {9: "\\t", 10: "\\n", 13: "\\r", 34: '\\"', 39: "\\'", 92: "\\\\"}
+    return "".join(named.get(c) or (chr(c) if 32 <= c < 127 else f"\\{c:03o}") for c in b)
+
+
+def edit_block(path: Path, pick: Callable[[str], bool], change: Callable[[str], str | None]) -> int:
+    """Applies `change` to the one update block `pick` selects (None deletes
+    it); returns the line of its `updates {`."""
     text = path.read_text()
-    hits = [b for _, b in blocks(text) if pick(b)]
+    hits = [(n, b) for n, b in blocks(text) if pick(b)]
     assert len(hits) == 1, f"{path}: {len(hits)} blocks match"
-    new = change(hits[0])
-    path.write_text(text.replace(hits[0], new if new is not None else "", 1))
+    n, b = hits[0]
+    new = change(b)
+    path.write_text(text.replace(b, new if new is not None else "", 1))
+    return n
 
 
 def line_of(path: Path, marker: str) -> int:

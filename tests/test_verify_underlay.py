@@ -24,7 +24,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from test_verify_p4 import blocks, compile_examples, edit_block, line_of, status, verify
+from test_verify_p4 import blocks, compile_examples, edit_block, pb_bytes, status, verify
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = ["quickstart", "athena", "ananta", "rubik", "yoda", "nfchain", "andromeda"]
@@ -56,20 +56,6 @@ def route_of(block: str) -> tuple[bytes, int, bytes] | None:
     length = int(re.search(r"prefix_len: (\d+)", block).group(1))
     port = codecs.escape_decode(re.search(r'param_id: 1\n\s*value: "((?:[^"\\]|\\.)*)"', block).group(1).encode())[0]
     return value_of(block, "lpm"), length, port
-
-
-def text_of(b: bytes) -> str:
-    """Bytes as the requests spell them: printable characters, else octal escapes."""
-    out = []
-    for c in b:
-        ch = chr(c)
-        if ch in '"\\':
-            out.append("\\" + ch)
-        elif 32 <= c < 127:
-            out.append(ch)
-        else:
-            out.append(f"\\{c:03o}")
-    return "".join(out)
 
 
 def port_bytes(p: int) -> bytes:
@@ -111,6 +97,23 @@ def caught(netc_bin: str, example: str, d: Path, addr: str) -> list[dict]:
     return cxs
 
 
+def copy_of(compiled: dict[str, Path], example: str, tmp_path: Path) -> Path:
+    d = tmp_path / example
+    shutil.copytree(compiled[example], d)
+    return d
+
+
+def route_port(f: Path, block: str, port: bytes, new: bytes) -> int:
+    """Turns the route `block` of `f` from `port` to `new`; the line of its `updates {`."""
+    old = f'value: "{pb_bytes(port)}"\n'
+    assert old in block, (old, block)
+    return edit_block(f, lambda b: b == block, lambda b: b.replace(old, f'value: "{pb_bytes(new)}"\n', 1))
+
+
+def cites(cx: dict, f: Path, line: int) -> bool:
+    return any(re.search(re.escape(f"{f}:{line}") + r"(?!\d)", c) for c in cx["cites"])
+
+
 @pytest.mark.parametrize("example", EXAMPLES)
 def test_every_host_is_walked_and_proven(netc_bin: str, compiled: dict[str, Path], example: str) -> None:
     rc, report, err = verify(netc_bin, ["--artifacts", str(compiled[example]), intent(example)])
@@ -125,8 +128,7 @@ def test_every_host_is_walked_and_proven(netc_bin: str, compiled: dict[str, Path
 @pytest.mark.parametrize("example", EXAMPLES)
 def test_a_tor_without_its_hosts_route_is_caught(netc_bin: str, compiled: dict[str, Path], example: str,
                                                  tmp_path: Path) -> None:
-    d = tmp_path / example
-    shutil.copytree(compiled[example], d)
+    d = copy_of(compiled, example, tmp_path)
     h, addr, tor, _ = attached(example, d)
     f = d / "p4" / f"{tor}.txtpb"
     block = host_route(f, addr)
@@ -138,21 +140,15 @@ def test_a_tor_without_its_hosts_route_is_caught(netc_bin: str, compiled: dict[s
 @pytest.mark.parametrize("example", EXAMPLES)
 def test_a_tor_routing_a_host_to_another_port_is_caught(netc_bin: str, compiled: dict[str, Path], example: str,
                                                         tmp_path: Path) -> None:
-    d = tmp_path / example
-    shutil.copytree(compiled[example], d)
+    d = copy_of(compiled, example, tmp_path)
     h, addr, tor, port = attached(example, d)
     f = d / "p4" / f"{tor}.txtpb"
-    block = host_route(f, addr)
     other = port + 1 if port < 40 else port - 1
-    old = f'value: "{text_of(port_bytes(port))}"\n'
-    assert old in block, (old, block)
-    edit_block(f, lambda b: b == block,
-               lambda b: b.replace(old, f'value: "{text_of(port_bytes(other))}"  # mutated\n'))
-    line = line_of(f, "# mutated")
+    line = route_port(f, host_route(f, addr), port_bytes(port), port_bytes(other))
     cxs = caught(netc_bin, example, d, addr)
     hit = [cx for cx in cxs if f"switch {tor} sends packets to {addr}" in cx["summary"]]
     assert hit, [cx["summary"] for cx in cxs]
-    assert any(re.search(re.escape(f"{f}:{line}") + r"(?!\d)", c) for c in hit[0]["cites"]), (line, hit[0]["cites"])
+    assert cites(hit[0], f, line), (line, hit[0]["cites"])
 
 
 @pytest.mark.parametrize("example", EXAMPLES)
@@ -161,8 +157,7 @@ def test_a_neighbour_routing_a_host_the_wrong_way_is_caught(netc_bin: str, compi
     """Another switch's route covering the host (its /32, or its rack
     prefix) turned out of a port where nothing is attached: the packets
     leave the fabric."""
-    d = tmp_path / example
-    shutil.copytree(compiled[example], d)
+    d = copy_of(compiled, example, tmp_path)
     h, addr, tor, _ = attached(example, d)
     want = int(ipaddress.IPv4Address(addr))
     for f in sorted((d / "p4").glob("*.txtpb")):
@@ -175,12 +170,9 @@ def test_a_neighbour_routing_a_host_the_wrong_way_is_caught(netc_bin: str, compi
             continue
         block, (_, _, port) = max(covering, key=lambda br: br[1][1])
         unused = port_bytes(max(int.from_bytes(r[2], "big") for _, r in routes) + 7)
-        old = f'value: "{text_of(port)}"\n'
-        edit_block(f, lambda b, block=block: b == block,
-                   lambda b, old=old: b.replace(old, f'value: "{text_of(unused)}"  # mutated\n', 1))
-        line = line_of(f, "# mutated")
+        line = route_port(f, block, port, unused)
         cxs = caught(netc_bin, example, d, addr)
-        cited = [cx for cx in cxs if any(re.search(re.escape(f"{f}:{line}") + r"(?!\d)", c) for c in cx["cites"])]
+        cited = [cx for cx in cxs if cites(cx, f, line)]
         assert cited, ([cx["summary"] for cx in cxs], line)
         return
     pytest.fail(f"{example}: no switch besides {tor} routes {addr}")
