@@ -220,15 +220,8 @@ impl Summaries {
     /// Summarises switch `i`'s model for the addresses of `t`.
     pub fn add(&mut self, i: usize, model: &Model, t: &Targets) {
         let s = &model.space;
-        let outer = s.vars_of(&[Key::OuterDst]);
-        let others: Vec<_> = s
-            .vars
-            .variables()
-            .into_iter()
-            .filter(|v| !outer.contains(v))
-            .collect();
+        let outer = OuterDst::of(s);
         let sorted: Vec<u32> = t.addrs.iter().copied().collect();
-        let bit_of = |v: BddVariable| outer.iter().position(|x| *x == v).map_or(32, |b| b as u32);
         let mut by: BTreeMap<u32, Vec<SymOutcome>> = BTreeMap::new();
         for o in &model.outcomes {
             if let Some(lb) = &o.lb {
@@ -243,10 +236,7 @@ impl Summaries {
                 continue;
             }
             // the followed addresses among the outcome's outer destinations
-            let dsts = o.set.exists(&others);
-            let mut hit = Vec::new();
-            members(&dsts, dsts.root_pointer(), 0, &sorted, &bit_of, &mut hit);
-            for a in hit {
+            for a in outer.addresses_in(&o.set, &sorted) {
                 let set = o.set.and(&s.eq(Key::OuterDst, u128::from(a)));
                 if !set.is_false() {
                     by.entry(a)
@@ -259,6 +249,44 @@ impl Summaries {
             self.by_switch.resize_with(i + 1, BTreeMap::new);
         }
         self.by_switch[i] = by;
+    }
+}
+
+/// A space's outer-destination variables, and every other one.
+struct OuterDst {
+    outer: Vec<BddVariable>,
+    others: Vec<BddVariable>,
+}
+
+impl OuterDst {
+    fn of(s: &Space) -> OuterDst {
+        let outer = s.vars_of(&[Key::OuterDst]);
+        let others = s
+            .vars
+            .variables()
+            .into_iter()
+            .filter(|v| !outer.contains(v))
+            .collect();
+        OuterDst { outer, others }
+    }
+
+    /// The outer destinations of the packets of `set`.
+    fn destinations(&self, set: &Bdd) -> Bdd {
+        set.exists(&self.others)
+    }
+
+    /// The addresses of `sorted` that are outer destinations of `set`.
+    fn addresses_in(&self, set: &Bdd, sorted: &[u32]) -> Vec<u32> {
+        let bit_of = |v: BddVariable| {
+            self.outer
+                .iter()
+                .position(|x| *x == v)
+                .map_or(32, |b| b as u32)
+        };
+        let dsts = self.destinations(set);
+        let mut hit = Vec::new();
+        members(&dsts, dsts.root_pointer(), 0, sorted, &bit_of, &mut hit);
+        hit
     }
 }
 

@@ -1,5 +1,5 @@
-//! `members`, against evaluating a set of outer destinations address by
-//! address.
+//! `OuterDst::addresses_in` (`members`), against evaluating a set of
+//! outer destinations address by address.
 
 use super::*;
 use crate::p4::ingress::PacketIn;
@@ -24,14 +24,7 @@ fn probe(a: u32) -> PacketIn {
 #[test]
 fn members_are_the_addresses_the_set_holds() {
     let s = Space::new();
-    let outer = s.vars_of(&[Key::OuterDst]);
-    let others: Vec<_> = s
-        .vars
-        .variables()
-        .into_iter()
-        .filter(|v| !outer.contains(v))
-        .collect();
-    let bit_of = |v: BddVariable| outer.iter().position(|x| *x == v).map_or(32, |b| b as u32);
+    let outer = OuterDst::of(&s);
     let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut next = move || {
         x ^= x << 13;
@@ -61,9 +54,8 @@ fn members_are_the_addresses_the_set_holds() {
             .collect();
         addrs.sort_unstable();
         addrs.dedup();
-        let dsts = set.exists(&others);
-        let mut got = Vec::new();
-        members(&dsts, dsts.root_pointer(), 0, &addrs, &bit_of, &mut got);
+        let got = outer.addresses_in(&set, &addrs);
+        let dsts = outer.destinations(&set);
         let want: Vec<u32> = addrs
             .iter()
             .copied()
