@@ -44,9 +44,8 @@ fn relation_of(section: &str, first: Option<&Json>) -> Option<(String, Vec<Strin
 
 /// The 1-based line of the `k`-th object of `section` in a pretty-printed
 /// document (the line where its `{` stands), else the section's line, else 1.
-fn object_lines(text: &str, section: &str, n: usize) -> Vec<usize> {
+fn object_lines(lines: &[&str], section: &str, n: usize) -> Vec<usize> {
     let key = format!("\"{}\": [", section);
-    let lines: Vec<&str> = text.lines().collect();
     let Some(start) = lines.iter().position(|l| l.trim_start().starts_with(&key)) else {
         return vec![1; n];
     };
@@ -93,6 +92,7 @@ fn rows_of(
             format!("expected \"host\": \"{device}\" (the document's file name)"),
         ));
     }
+    let text_lines: Vec<&str> = text.lines().collect();
     let mut out: BTreeMap<String, Vec<Arc<Row>>> = BTreeMap::new();
     for (section, value) in obj {
         if section == "schema" || section == "host" {
@@ -107,7 +107,7 @@ fn rows_of(
                 format!("unknown section `{section}` (specs/host-agent.md names the sections an agent reads)"),
             ));
         };
-        let lines = object_lines(text, section, items.len());
+        let lines = object_lines(&text_lines, section, items.len());
         let rows = out.entry(rel).or_default();
         for (item, line) in items.iter().zip(lines) {
             let at = format!("{file}:{line}");
