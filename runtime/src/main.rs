@@ -375,6 +375,10 @@ enum Command {
         "nothing; agent: files renamed into place); if a device fails, the devices already changed are put back to\n",
         "the last generation, nothing is committed, and the error names the device and the reason.\n",
         "On a terminal a progress bar shows the devices pushed.\n\n",
+        "A change that would move established connections of a VIP a switch holds (AFF-2: DIPs added or\n",
+        "removed) is applied in three stages, each verified and committed as a generation (Duet §2.5): the\n",
+        "VIP is withdrawn to the SMuxes, its DIPs change there, and after --drain it returns to a switch.\n",
+        "`netc plan` shows the stages; --accept AFF-2:KEY --reason TEXT makes the change at once instead.\n\n",
         "Inventory (--inventory FILE, TOML; without it, the local lab):\n",
         "  [ovs]\n  h1 = \"unix:/run/openvswitch/br-int.mgmt\"   # ovs-ofctl switch argument\n",
         "  [p4.tor1]\n  address = \"10.0.0.1:9559\"\n  device_id = 1\n",
@@ -397,6 +401,10 @@ enum Command {
         /// Apply even if the verifier finds a violation (recorded with the generation).
         #[arg(long)]
         force: bool,
+        /// In a staged change, how long connections the SMuxes pinned before its DIPs changed may
+        /// last: apply waits this long before the VIPs return to the switches (e.g. 300s, 5m, 0).
+        #[arg(long, value_name = "DURATION", default_value = "300s", value_parser = commands::stages::parse_drain)]
+        drain: std::time::Duration,
         /// List the entries added and removed.
         #[arg(short, long)]
         verbose: bool,
@@ -438,6 +446,9 @@ enum Command {
         /// Roll back even if the generation does not verify (recorded).
         #[arg(long)]
         force: bool,
+        /// As `apply --drain`: in a staged rollback, the wait before the VIPs return to the switches.
+        #[arg(long, value_name = "DURATION", default_value = "300s", value_parser = commands::stages::parse_drain)]
+        drain: std::time::Duration,
         #[arg(short, long)]
         verbose: bool,
         #[arg(long)]
@@ -675,6 +686,7 @@ fn dispatch(cli: Cli) -> Outcome {
             intent,
             inventory,
             force,
+            drain,
             verbose,
             json,
             state,
@@ -688,6 +700,7 @@ fn dispatch(cli: Cli) -> Outcome {
             state: state.as_deref(),
             inventory: inventory.as_deref(),
             force,
+            drain,
             verbose,
             json,
             server: server.as_deref(),
@@ -698,6 +711,7 @@ fn dispatch(cli: Cli) -> Outcome {
             generation,
             inventory,
             force,
+            drain,
             verbose,
             json,
             state,
@@ -707,6 +721,7 @@ fn dispatch(cli: Cli) -> Outcome {
             state: state.as_deref(),
             inventory: inventory.as_deref(),
             force,
+            drain,
             verbose,
             json,
             waivers: &waivers,

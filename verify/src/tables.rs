@@ -856,38 +856,62 @@ fn gcd(a: u64, b: u64) -> u64 {
     }
 }
 
+/// The vector an instance of `olds` chose by for an endpoint that `n`
+/// serves now: the same instance's (same table), else — the endpoint moved
+/// onto the HMux `n` — what served it before: another HMux's vector before
+/// a Mux's (AFF-1 makes them equal; an HMux is preferred because it had no
+/// connection table to hand over). Rubik's local mappings are compared
+/// only with themselves: they serve another set of clients.
+fn before<'a>(olds: &'a [Vector], n: &Vector) -> Option<&'a Vector> {
+    let same = olds
+        .iter()
+        .find(|o| o.instance == n.instance && o.table == n.table);
+    if same.is_some() || n.table != "p4_vip" {
+        return same;
+    }
+    olds.iter()
+        .find(|o| o.table == "p4_vip")
+        .or_else(|| olds.iter().find(|o| o.table == "agent_mux_vip"))
+}
+
 /// AFF-2 between two artifact sets: (counterexamples, per-endpoint report lines).
+///
+/// A switch (HMux) that newly holds an endpoint is compared with what
+/// served it before (a Mux, or another switch): it has no connection state,
+/// so every established connection is chosen afresh by its vector.
 pub fn aff2(old: &Artifacts, new: &Artifacts) -> (Vec<Counterexample>, Vec<String>) {
     let (ov, nv) = (vectors(old), vectors(new));
     let (mut out, mut lines) = (Vec::new(), Vec::new());
     for (ep, news) in &nv {
         let Some(olds) = ov.get(ep) else { continue };
         for n in news {
-            let Some(o) = olds
-                .iter()
-                .find(|o| o.instance == n.instance && o.table == n.table)
-            else {
+            let Some(o) = before(olds, n) else {
                 continue;
             };
             let vip = std::net::Ipv4Addr::from(ep.0);
+            let on = if o.instance == n.instance {
+                format!("`{}`", n.instance)
+            } else {
+                format!("`{}` (before: `{}`)", n.instance, o.instance)
+            };
             let Some((moved, broken, witness)) = remapped(o, n) else {
                 lines.push(format!(
-                    "{vip}:{}/{} on `{}`: vectors too large to compare exactly",
-                    ep.2, ep.1, n.instance
+                    "{vip}:{}/{} on {on}: vectors too large to compare exactly",
+                    ep.2, ep.1
                 ));
                 continue;
             };
             lines.push(format!(
-                "{vip}:{}/{} on `{}`: {moved}/4294967296 of the flow space remapped ({:.6}%), {broken} of it from DIPs present before and after",
-                ep.2, ep.1, n.instance, moved as f64 / 4294967296.0 * 100.0));
+                "{vip}:{}/{} on {on}: {moved}/4294967296 of the flow space remapped ({:.6}%), {broken} of it from DIPs present before and after",
+                ep.2, ep.1, moved as f64 / 4294967296.0 * 100.0));
             // A software Mux keeps each established connection's DIP in its
             // connection table (Ananta's flow state; specs/targets.md §2.1):
             // only new connections follow the new vector. A stateless HMux
             // has nothing but the hash, so what moves is broken.
             if broken > 0 && n.table == "agent_mux_vip" {
                 lines.push(format!(
-                    "{vip}:{}/{} on `{}`: a software Mux, whose connection table keeps established connections on their DIP; the remapped space applies to new connections only",
-                    ep.2, ep.1, n.instance
+                    "{vip}:{}/{} on {on}: a software Mux, whose connection table keeps established connections on their DIP; the remapped space applies to new connections only",
+                    ep.2, ep.1
                 ));
                 continue;
             }
@@ -897,8 +921,8 @@ pub fn aff2(old: &Artifacts, new: &Artifacts) -> (Vec<Counterexample>, Vec<Strin
                     find_port(*ep, |h| u64::from(h) % l == u64::from(r))
                 });
                 let mut c = cx("AFF-2", format!(
-                    "on `{}`, {broken} of 2^32 hash values of {vip}:{}/{} ({:.4}%) move away from a DIP that is in both generations (n {} → {})",
-                    n.instance, ep.2, ep.1, broken as f64 / 4294967296.0 * 100.0, o.n, n.n),
+                    "on {on}, {broken} of 2^32 hash values of {vip}:{}/{} ({:.4}%) move away from a DIP that is in both generations (n {} → {})",
+                    ep.2, ep.1, broken as f64 / 4294967296.0 * 100.0, o.n, n.n),
                     *ep, sport, &format!("the Internet → {vip}"), vec![o.at.clone(), n.at.clone()]);
                 c.key = Some(format!("{vip}:{}/{}", ep.2, ep.1));
                 out.push(c);
@@ -1046,5 +1070,74 @@ mod tests {
             move_cap_use(&mut use_, &crate::row_moves::RowMoves::every(&old, &new));
             prop_assert_eq!(use_, cap1_use(&new));
         }
+    }
+
+    /// A generation holding one endpoint (100.64.0.2:80/6) on each
+    /// `(instance, vip relation, member relation)`, with these members.
+    fn held(on: &[(&str, &str, &str)], members: &[u8]) -> Artifacts {
+        let mut a = Artifacts::default();
+        let mut push = |rel: &str, vals: Vec<String>| {
+            let rows = a.relations.entry(rel.to_string()).or_default();
+            let at = format!("{rel}.csv:{}", rows.len() + 1);
+            rows.push(std::sync::Arc::new(Row { vals, at }));
+        };
+        for (inst, vrel, mrel) in on {
+            let n = members.len().to_string();
+            let row = [inst, "0", "100.64.0.2", "6", "80", n.as_str()];
+            push(vrel, row.iter().map(|t| t.to_string()).collect());
+            for (i, m) in members.iter().enumerate() {
+                let row = [
+                    inst.to_string(),
+                    "100.64.0.2".into(),
+                    "6".into(),
+                    "80".into(),
+                    i.to_string(),
+                    "10".into(),
+                    format!("10.0.0.{m}"),
+                ];
+                push(mrel, row.to_vec());
+            }
+        }
+        a
+    }
+
+    #[test]
+    fn a_switch_newly_holding_a_vip_is_compared_with_what_served_it() {
+        let smux = ("smux1", "agent_mux_vip", "agent_mux_member");
+        let core = ("core1", "p4_vip", "p4_ecmp_member");
+        let agg = ("agg1", "p4_vip", "p4_ecmp_member");
+        // on the SMuxes with the DIPs already changed, then back on a
+        // switch: the switch chooses as the SMux did — nothing moves
+        let (cxs, _) = aff2(&held(&[smux], &[1, 2, 3]), &held(&[smux, core], &[1, 2, 3]));
+        assert!(cxs.is_empty(), "{cxs:?}");
+        // a switch moving the VIP to another switch with the same vector
+        let (cxs, _) = aff2(&held(&[smux, agg], &[1, 2]), &held(&[smux, core], &[1, 2]));
+        assert!(cxs.is_empty(), "{cxs:?}");
+        // the DIP added while the VIP comes onto the switch: the switch has
+        // no connection table, so the SMux's established connections break
+        let (cxs, lines) = aff2(&held(&[smux], &[1, 2]), &held(&[smux, core], &[1, 2, 3]));
+        assert_eq!(cxs.len(), 1, "{lines:?}");
+        assert!(
+            cxs[0].summary.contains("`core1` (before: `smux1`)"),
+            "{}",
+            cxs[0].summary
+        );
+        assert_eq!(cxs[0].key.as_deref(), Some("100.64.0.2:80/6"));
+        // ... and from another switch, the switch is what served it
+        let (cxs, _) = aff2(
+            &held(&[smux, agg], &[1, 2]),
+            &held(&[smux, core], &[1, 2, 3]),
+        );
+        assert!(
+            cxs[0].summary.contains("(before: `agg1`)"),
+            "{}",
+            cxs[0].summary
+        );
+        // the SMux alone keeps its connections: a note, no violation
+        let (cxs, lines) = aff2(&held(&[smux], &[1, 2]), &held(&[smux], &[1, 2, 3]));
+        assert!(
+            cxs.is_empty() && lines.iter().any(|l| l.contains("connection table")),
+            "{lines:?}"
+        );
     }
 }

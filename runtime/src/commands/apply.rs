@@ -38,6 +38,8 @@ pub struct ApplyArgs<'a> {
     pub state: Option<&'a Path>,
     pub inventory: Option<&'a Path>,
     pub force: bool,
+    /// A staged change's wait before its VIPs return to the switches.
+    pub drain: std::time::Duration,
     pub verbose: bool,
     pub json: bool,
     /// `--server URL`: apply through a running `netc serve`.
@@ -80,6 +82,19 @@ fn run_inner(args: &ApplyArgs) -> Result<Outcome, Outcome> {
     let mut s = staged::stage_intent(args.intent, args.rules, Some(&store), &dir, &accept)?;
     staged::check_waivers(&s)?;
     let paint = Paint::stdout();
+    if s.staged.is_some() && !args.force {
+        let inventory = match inventory {
+            Some(i) => i,
+            None => default_inventory(&dir, &s)?,
+        };
+        let how = StagedRun {
+            drain: args.drain,
+            verbose: args.verbose,
+            json: args.json,
+            note: String::new(),
+        };
+        return apply_staged(&mut store, s, &inventory, &how, &paint);
+    }
     let refused = match (&s.report, &s.verify_error) {
         (Some(r), _) if r.violated() => {
             if !args.json {
@@ -168,16 +183,129 @@ fn default_inventory(state: &Path, s: &Staged) -> Result<Inventory, Outcome> {
     Ok(Inventory::of_bridges(&bridges))
 }
 
+/// How [`apply_staged`] runs: the drain, the output, and a note for the
+/// generation of the last stage (`rollback to N`).
+pub struct StagedRun {
+    pub drain: std::time::Duration,
+    pub verbose: bool,
+    pub json: bool,
+    pub note: String,
+}
+
+/// A staged change (`super::stages`): each stage pushed and committed as
+/// its own generation, against what the store holds after the stage
+/// before; stage 2 is committed only after `--drain`. A stage that fails
+/// puts its devices back to the stage before and stops.
+pub fn apply_staged(
+    store: &mut Store,
+    mut s: Staged,
+    inventory: &Inventory,
+    args: &StagedRun,
+    paint: &Paint,
+) -> Result<Outcome, Outcome> {
+    let Some(change) = s.staged.take() else {
+        return Ok(Outcome::Ok);
+    };
+    if change.verdict() != Verdict::Proven {
+        if !args.json {
+            super::plan::print_stages(&change.json(args.verbose), args.verbose, paint);
+        }
+        let why = match change.verdict() {
+            Verdict::Violated => "the verifier found a violation in a stage of the staged change",
+            _ => "the verifier cannot check a stage of the staged change",
+        };
+        let devices = staged::changes_json(&s.changes, args.verbose);
+        let mut report = staged::report_json(&s);
+        report["staged"] = change.json(args.verbose);
+        return Err(print_refused(
+            why,
+            devices,
+            change.verdict(),
+            report,
+            args.json,
+        ));
+    }
+    let n = change.stages.len();
+    let mut done = Vec::new();
+    for (i, stage) in change.stages.into_iter().enumerate() {
+        let mut st = stage.staged;
+        // the base is what the store holds now: the stage before, once committed
+        st.base = store.last_applied()?;
+        st.base_outputs = match &st.base {
+            Some(b) => store.device_outputs(b.id)?,
+            None => Vec::new(),
+        };
+        st.changes = crate::rollout::entries::changes(&st.base_outputs, &st.gen.outputs);
+        st.gen.verdict = Some(st.verdict());
+        if !args.json {
+            println!("{} {}/{n}: {}", paint.bold("stage"), i + 1, stage.what);
+        }
+        // an apply interrupted during the drain left the store at stage 1:
+        // the store's generation is that stage, and the next goes on from it
+        if st.changes.is_empty() && i + 1 < n {
+            if !args.json {
+                println!("  the store holds this stage already (an earlier apply stopped after it)");
+            }
+            continue;
+        }
+        let what = format!("stage {}/{n} ({}): {}", i + 1, stage.name, stage.what);
+        let note = match (&args.note, i + 1 == n) {
+            (extra, true) if !extra.is_empty() => format!("{extra}; {what}"),
+            _ => what,
+        };
+        let note = staged::generation_note(&st, &note);
+        let drain = stage.drain_after.then_some(args.drain);
+        let r = push_and_commit_with(store, st, inventory, note, drain, args.json, |d| {
+            if args.json {
+                done.push(done_json(d, args.verbose));
+            } else {
+                print_done(d, args.verbose, false, paint);
+            }
+        });
+        if let Err(o) = r {
+            eprintln!(
+                "   = the staged change stopped at stage {}/{n}; the store holds the stage before it: `netc apply` again resumes",
+                i + 1
+            );
+            return Err(o);
+        }
+    }
+    if args.json {
+        super::output::emit(
+            serde_json::to_string_pretty(&serde_json::json!({ "staged": done }))
+                .unwrap_or_default(),
+        );
+    }
+    Ok(Outcome::Ok)
+}
+
 /// Journal, push, commit (or put back): steps 2–4 of the module map, shared
 /// with `rollback`.
 pub fn push_and_commit(
     store: &mut Store,
-    mut s: Staged,
+    s: Staged,
     inv: &Inventory,
     note: String,
     verbose: bool,
     json: bool,
     paint: &Paint,
+) -> Result<Outcome, Outcome> {
+    push_and_commit_with(store, s, inv, note, None, json, |d| {
+        print_done(d, verbose, json, paint)
+    })
+}
+
+/// [`push_and_commit`], telling `report` what was done; with `drain`, the
+/// generation is committed only after waiting that long once every device
+/// holds it.
+fn push_and_commit_with(
+    store: &mut Store,
+    mut s: Staged,
+    inv: &Inventory,
+    note: String,
+    drain: Option<std::time::Duration>,
+    json: bool,
+    report: impl FnOnce(&Done),
 ) -> Result<Outcome, Outcome> {
     rollout::mark_pushed(&mut s.gen.outputs, inv);
     s.gen.actor = staged::actor();
@@ -221,6 +349,14 @@ pub fn push_and_commit(
             return Err(print_failure(&FailedAt::of(&f, cleared), json));
         }
     };
+    if let Some(d) = drain.filter(|d| !d.is_zero()) {
+        eprintln!(
+            "waiting {} s (--drain) for the connections the SMuxes pinned before this stage to end; \
+             the stage is committed after the wait",
+            d.as_secs()
+        );
+        std::thread::sleep(d);
+    }
     let unchanged = s.base.as_ref().is_some_and(|b| {
         s.changes.is_empty()
             && b.inventory == s.gen.inventory
@@ -244,7 +380,7 @@ pub fn push_and_commit(
         interrupted: interrupted.as_ref().map(|j| (j.pid, j.started)),
         report: staged::report_json(&s),
     };
-    print_done(&done, verbose, json, paint);
+    report(&done);
     Ok(Outcome::Ok)
 }
 
@@ -368,10 +504,9 @@ fn not_pushed(g: &NewGeneration) -> Vec<String> {
     v
 }
 
-/// Prints a finished apply (human or JSON).
-pub fn print_done(d: &Done, verbose: bool, json: bool, paint: &Paint) {
-    if json {
-        let v = serde_json::json!({
+/// A finished apply as JSON.
+fn done_json(d: &Done, verbose: bool) -> serde_json::Value {
+    serde_json::json!({
             "generation": d.generation,
             "base": d.base,
             "devices": staged::changes_json(d.changes, verbose),
@@ -383,7 +518,13 @@ pub fn print_done(d: &Done, verbose: bool, json: bool, paint: &Paint) {
             "forced": d.forced,
             "interrupted": d.interrupted.map(|(pid, started)| serde_json::json!({"pid": pid, "started": started})),
             "report": d.report,
-        });
+    })
+}
+
+/// Prints a finished apply (human or JSON).
+pub fn print_done(d: &Done, verbose: bool, json: bool, paint: &Paint) {
+    if json {
+        let v = done_json(d, verbose);
         super::output::emit(serde_json::to_string_pretty(&v).unwrap_or_default());
         return;
     }

@@ -26,6 +26,7 @@ pub mod rollback;
 pub mod run;
 pub mod serve;
 pub mod staged;
+pub mod stages;
 pub mod status;
 pub mod tofino;
 pub mod trace;
@@ -35,7 +36,7 @@ use crate::engine::Engine;
 use crate::intent;
 use crate::intent::findings::Finding;
 use netc_compiler::plan::Plan;
-use netc_compiler::Compilation;
+use netc_compiler::{Compilation, SourceInput};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -192,7 +193,19 @@ pub fn evaluate_intent_beside<T: Send>(
     timings: &mut intent::Timings,
     beside: impl for<'e> FnOnce(intent::Beside<'e>) -> T + Send,
 ) -> Result<(EvaluatedIntent, T), Outcome> {
-    let compilation = intent::load(files, rules).map_err(|e| {
+    let inputs = files.iter().cloned().map(SourceInput::File).collect();
+    evaluate_inputs_beside(inputs, rules, workers, timings, beside)
+}
+
+/// [`evaluate_intent_beside`] of intent given as files or texts.
+pub fn evaluate_inputs_beside<T: Send>(
+    inputs: Vec<SourceInput>,
+    rules: Option<&Path>,
+    workers: usize,
+    timings: &mut intent::Timings,
+    beside: impl for<'e> FnOnce(intent::Beside<'e>) -> T + Send,
+) -> Result<(EvaluatedIntent, T), Outcome> {
+    let compilation = intent::load_inputs(inputs, rules).map_err(|e| {
         Outcome::InputError(
             format!("cannot read the rules: {e}"),
             Some("--rules takes a directory of .ndl files".into()),

@@ -56,6 +56,10 @@ fn run_inner(args: &PlanArgs) -> Result<Outcome, Outcome> {
         verify_error: s.verify_error.clone(),
         report: staged::report_json(&s),
         report_text: s.report.as_ref().map(|r| r.human()),
+        staged: s
+            .staged
+            .as_ref()
+            .map_or(serde_json::Value::Null, |st| st.json(args.verbose)),
     };
     Ok(print_plan(&view, args.verbose, args.json))
 }
@@ -71,6 +75,9 @@ pub struct PlanView<'a> {
     /// The verifier's report (JSON; null when it did not run) and its text.
     pub report: serde_json::Value,
     pub report_text: Option<String>,
+    /// The staged change instead of the direct one (`super::stages`:
+    /// JSON, null when the change is made at once).
+    pub staged: serde_json::Value,
 }
 
 /// Prints a plan; the outcome is the plan's exit code.
@@ -83,6 +90,7 @@ pub fn print_plan(v: &PlanView, verbose: bool, json: bool) -> Outcome {
             "verdict": v.verdict.as_str(),
             "verify_error": v.verify_error,
             "report": v.report,
+            "staged": v.staged,
         });
         super::output::emit(serde_json::to_string_pretty(&out).unwrap_or_default());
     } else {
@@ -97,12 +105,39 @@ pub fn print_plan(v: &PlanView, verbose: bool, json: bool) -> Outcome {
             if v.changes.len() == 1 { "" } else { "s" }
         );
         staged::print_changes(v.changes, verbose, &paint);
-        match (&v.report_text, &v.verify_error) {
-            (Some(r), _) if violated || verbose => print!("{r}"),
-            (Some(_), _) => println!("verify: {}", paint.green("proven")),
-            (None, Some(e)) => println!("verify: not run: {e}"),
-            (None, None) => {}
+        if !v.staged.is_null() {
+            print_stages(&v.staged, verbose, &paint);
+            if verbose {
+                println!("the change made at once:");
+                if let Some(r) = &v.report_text {
+                    print!("{r}");
+                }
+            }
+            match v.verdict {
+                Verdict::Proven => println!(
+                    "verify: {} (each stage against the one before)",
+                    paint.green("proven, staged")
+                ),
+                other => println!("verify: staged change {}", other.as_str()),
+            }
+        } else {
+            match (&v.report_text, &v.verify_error) {
+                (Some(r), _) if violated || verbose => print!("{r}"),
+                (Some(_), _) => println!("verify: {}", paint.green("proven")),
+                (None, Some(e)) => println!("verify: not run: {e}"),
+                (None, None) => {}
+            }
         }
+    }
+    if !v.staged.is_null() {
+        return match v.verdict {
+            Verdict::Proven => Outcome::Ok,
+            Verdict::Violated => Outcome::ProgramErrors,
+            _ => Outcome::InputError(
+                "the verifier cannot check a stage of the staged change".into(),
+                Some("`netc plan -v` shows each stage and why".into()),
+            ),
+        };
     }
     match (&v.report_text, &v.verify_error) {
         _ if violated => Outcome::ProgramErrors,
@@ -111,5 +146,78 @@ pub fn print_plan(v: &PlanView, verbose: bool, json: bool) -> Outcome {
             Some("see specs/invariants.md §5 for what it models".into()),
         ),
         _ => Outcome::Ok,
+    }
+}
+
+/// The stages of a staged change (its JSON, [`super::stages::StagedChange::json`]).
+pub fn print_stages(st: &serde_json::Value, verbose: bool, paint: &Paint) {
+    let vips = st["vips"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .unwrap_or_default();
+    println!(
+        "{} changing {vips} at once would move established connections on a switch, which\n        \
+         chooses by the hash alone (AFF-2); the change goes through the SMuxes, which keep\n        \
+         their connections, in stages (Duet §2.5):",
+        paint.bold("staged:")
+    );
+    for s in st["stages"].as_array().into_iter().flatten() {
+        let devices = s["devices"].as_object().map_or(0, |d| d.len());
+        let verdict = s["verdict"].as_str().unwrap_or("?");
+        let verdict = if verdict == "proven" {
+            paint.green(verdict)
+        } else {
+            paint.red(verdict)
+        };
+        println!(
+            "  {}. {:<9} {:<60} {devices:>3} device{}  verify {verdict}",
+            s["stage"],
+            s["name"].as_str().unwrap_or(""),
+            s["what"].as_str().unwrap_or(""),
+            if devices == 1 { "" } else { "s" },
+        );
+        if s["drain_after"].as_bool() == Some(true) {
+            println!("     then wait --drain: connections the SMuxes pinned before this stage end");
+        }
+        if let Some(e) = s["verify_error"].as_str() {
+            println!("     not verified: {e}");
+        }
+        let violated = s["verdict"].as_str() == Some("violated");
+        if verbose || violated {
+            print_stage_detail(s, verbose, paint);
+        }
+    }
+}
+
+/// One stage's device changes (with `verbose`) and the verdicts that
+/// are not proven.
+fn print_stage_detail(s: &serde_json::Value, verbose: bool, paint: &Paint) {
+    if verbose {
+        if let Some(d) = s["devices"].as_object() {
+            for (device, c) in d {
+                println!(
+                    "       {device}  {} {}",
+                    paint.green(&format!("+{}", c["added"])),
+                    paint.red(&format!("-{}", c["removed"]))
+                );
+            }
+        }
+    }
+    for v in s["report"]["verdicts"].as_array().into_iter().flatten() {
+        if v["status"].as_str() == Some("violated") {
+            println!(
+                "     VIOLATED {} {}",
+                v["invariant"].as_str().unwrap_or(""),
+                v["detail"].as_str().unwrap_or("")
+            );
+            for c in v["counterexamples"].as_array().into_iter().flatten() {
+                println!("       {}", c["summary"].as_str().unwrap_or(""));
+            }
+        }
     }
 }

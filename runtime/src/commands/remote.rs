@@ -242,6 +242,7 @@ pub fn plan(
             verify_error: text(b.get("verify_error")),
             report: b.get("report").cloned().unwrap_or(Json::Null),
             report_text: text(b.get("report_text")),
+            staged: b.get("staged").cloned().unwrap_or(Json::Null),
         };
         Ok(plan::print_plan(&view, verbose, json))
     };

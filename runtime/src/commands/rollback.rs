@@ -3,7 +3,9 @@
 //! GEN defaults to the generation before the last. Its stored artifacts are
 //! exactly what was pushed then; they are verified again (AFF-2 against the
 //! last generation), then pushed and committed as `netc apply` does
-//! ([`super::apply::push_and_commit`]), with the note `rollback to GEN`.
+//! ([`super::apply::push_and_commit`]), with the note `rollback to GEN`; a
+//! change back that moves connections on a switch is staged through the
+//! SMuxes exactly as `apply` stages it (`super::stages`).
 //! Devices: `--inventory FILE`, else the routes the last generation recorded.
 //! Exit 0 done, 1 refused or a device failed (devices put back), 2
 //! usage/input/state errors (no such generation, untrusted store).
@@ -20,6 +22,8 @@ pub struct RollbackArgs<'a> {
     pub state: Option<&'a Path>,
     pub inventory: Option<&'a Path>,
     pub force: bool,
+    /// A staged rollback's wait before its VIPs return to the switches.
+    pub drain: std::time::Duration,
     pub verbose: bool,
     pub json: bool,
     pub waivers: &'a staged::WaiverArgs,
@@ -78,6 +82,20 @@ fn run_inner(args: &RollbackArgs) -> Result<Outcome, Outcome> {
     let accept = args.waivers.waivers()?;
     let mut s = staged::stage(gen, Some(&store), &dir, None, &accept)?;
     staged::check_waivers(&s)?;
+    if !s.remapped_on_switches.is_empty() {
+        // the same rules as `apply`: a remap on a switch goes through the SMuxes
+        s.staged = super::stages::plan(&s, None, Some(&store), &dir, &accept)?;
+    }
+    if s.staged.is_some() && !args.force {
+        let inventory = lab_inventory(&dir, inventory, args, &s)?;
+        let how = apply::StagedRun {
+            drain: args.drain,
+            verbose: args.verbose,
+            json: args.json,
+            note: format!("rollback to {target}"),
+        };
+        return apply::apply_staged(&mut store, s, &inventory, &how, &Paint::stdout());
+    }
     let violated = s.report.as_ref().is_none_or(|r| r.violated());
     if violated && !args.force {
         if let Some(r) = &s.report {
@@ -104,19 +122,7 @@ fn run_inner(args: &RollbackArgs) -> Result<Outcome, Outcome> {
         eprintln!("   = hint: pass --force to roll back anyway (recorded)");
         return Err(Outcome::ProgramErrors);
     }
-    // the lab follows the generation it holds: its hosts and VM ports too
-    let inventory = if args.inventory.is_none() && pushed_to_lab(&dir, &inventory) {
-        let topo = crate::lab::Topology::from_generation(&s.gen.facts, &s.gen.relations);
-        let bridges = crate::lab::ensure(&dir, &topo).map_err(|e| {
-            Outcome::InputError(
-                format!("the local lab: {e}"),
-                Some("`netc lab status` shows it; or pass --inventory FILE".into()),
-            )
-        })?;
-        Inventory::of_bridges(&bridges)
-    } else {
-        inventory
-    };
+    let inventory = lab_inventory(&dir, inventory, args, &s)?;
     s.gen.verdict = Some(s.verdict());
     s.gen.forced = args.force && violated;
     let note = staged::generation_note(&s, &format!("rollback to {target}"));
@@ -129,6 +135,27 @@ fn run_inner(args: &RollbackArgs) -> Result<Outcome, Outcome> {
         args.json,
         &Paint::stdout(),
     )
+}
+
+/// The devices to roll back: the lab follows the generation it holds (its
+/// hosts and VM ports too) when the last generation went to the lab.
+fn lab_inventory(
+    dir: &Path,
+    inventory: Inventory,
+    args: &RollbackArgs,
+    s: &staged::Staged,
+) -> Result<Inventory, Outcome> {
+    if args.inventory.is_some() || !pushed_to_lab(dir, &inventory) {
+        return Ok(inventory);
+    }
+    let topo = crate::lab::Topology::from_generation(&s.gen.facts, &s.gen.relations);
+    let bridges = crate::lab::ensure(dir, &topo).map_err(|e| {
+        Outcome::InputError(
+            format!("the local lab: {e}"),
+            Some("`netc lab status` shows it; or pass --inventory FILE".into()),
+        )
+    })?;
+    Ok(Inventory::of_bridges(&bridges))
 }
 
 /// Why a rollback is refused: the generation itself, or only the change

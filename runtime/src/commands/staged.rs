@@ -66,10 +66,25 @@ pub struct Staged {
     pub evaluated: Option<EvaluatedIntent>,
     /// The rollout order PLAN-1 checked (none when the verifier could not run).
     pub phases: Option<netc_verify::plan::migration::Phases>,
+    /// VIPs/TIPs whose connections the change remaps on a switch (AFF-2,
+    /// not accepted): what a staged change moves through the SMuxes.
+    pub remapped_on_switches: std::collections::BTreeSet<std::net::Ipv4Addr>,
+    /// The staged change `plan` and `apply` use instead (`super::stages`).
+    pub staged: Option<super::stages::StagedChange>,
 }
 
 impl Staged {
+    /// The verdict of what would be applied: the staged change's when
+    /// there is one, else the direct change's.
     pub fn verdict(&self) -> Verdict {
+        if let Some(st) = &self.staged {
+            return st.verdict();
+        }
+        self.direct_verdict()
+    }
+
+    /// The verdict of the change made at once.
+    pub fn direct_verdict(&self) -> Verdict {
         match &self.report {
             Some(r) if r.violated() => Verdict::Violated,
             Some(_) => Verdict::Proven,
@@ -177,6 +192,10 @@ pub fn stage_intent(
     let provenance = IntentProvenance::new(&ev.compilation.sources, &ev.plan, &names);
     let mut staged = stage(gen, store, state, Some(&provenance), accept)?;
     staged.evaluated = Some(ev);
+    if !staged.remapped_on_switches.is_empty() {
+        stages.set("staging the change through the SMuxes and verifying each stage");
+        staged.staged = super::stages::plan(&staged, rules, store, state, accept)?;
+    }
     Ok(staged)
 }
 
@@ -213,9 +232,9 @@ pub fn stage(
         3,
         accept,
     );
-    let (report, phases, verify_error) = match result {
-        Ok(g) => (Some(g.report), Some(g.phases), None),
-        Err(e) => (None, None, Some(e.to_string())),
+    let (report, phases, remapped_on_switches, verify_error) = match result {
+        Ok(g) => (Some(g.report), Some(g.phases), g.remapped_on_switches, None),
+        Err(e) => (None, None, Default::default(), Some(e.to_string())),
     };
     Ok(Staged {
         gen,
@@ -226,6 +245,8 @@ pub fn stage(
         verify_error,
         evaluated: None,
         phases,
+        remapped_on_switches,
+        staged: None,
     })
 }
 

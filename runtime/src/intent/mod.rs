@@ -41,20 +41,36 @@ pub use timings::Timings;
 
 /// Compiles the rules and the intent files as one program.
 pub fn load(intent: &[PathBuf], rules_dir: Option<&Path>) -> std::io::Result<Compilation> {
+    load_inputs(
+        intent.iter().cloned().map(SourceInput::File).collect(),
+        rules_dir,
+    )
+}
+
+/// [`load`], with intent given as files or texts (a stored generation's
+/// intent, or facts `netc plan` adds for a stage).
+pub fn load_inputs(
+    intent: Vec<SourceInput>,
+    rules_dir: Option<&Path>,
+) -> std::io::Result<Compilation> {
     let mut inputs = rules::rule_inputs(rules_dir)?;
-    let rule_files = inputs.len();
-    inputs.extend(intent.iter().cloned().map(SourceInput::File));
+    let intent_names: Vec<String> = intent
+        .iter()
+        .map(|i| match i {
+            SourceInput::File(p) => p.display().to_string(),
+            SourceInput::Text { name, .. } => name.clone(),
+        })
+        .collect();
+    inputs.extend(intent);
     let mut c = compile_inputs(&inputs);
-    // Files are registered in input order, so the rules are FileIds 0..rule_files
-    // (plus anything they include, which is registered right after each).
-    let intent_names: Vec<String> = intent.iter().map(|p| p.display().to_string()).collect();
+    // Files are registered in input order, so the rules come first (plus
+    // anything they include, which is registered right after each).
     let sources = &c.sources;
     c.diagnostics.items.retain(|d| {
         d.is_error()
             || d.span
                 .is_some_and(|s| intent_names.iter().any(|n| *n == sources.file(s.file).name))
     });
-    let _ = rule_files;
     Ok(c)
 }
 

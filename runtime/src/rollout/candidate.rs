@@ -35,7 +35,17 @@ pub fn build(
         })?;
         files.push(IntentFile::new(&p.display().to_string(), text));
     }
-    let facts = intent_facts(intent_files, ev);
+    build_from(files, ev)
+}
+
+/// [`build`] of intent whose texts are at hand (`files`, named as the
+/// evaluation named them).
+pub fn build_from(
+    files: Vec<IntentFile>,
+    ev: &EvaluatedIntent,
+) -> Result<NewGeneration, CandidateError> {
+    let names: Vec<String> = files.iter().map(|f| f.path.clone()).collect();
+    let facts = facts_of(&names, ev);
     let plan = &ev.plan;
     let located = intent::located_outputs(plan);
     let relations = located
@@ -67,6 +77,11 @@ pub fn intent_facts(intent_files: &[PathBuf], ev: &EvaluatedIntent) -> Vec<Inten
         .iter()
         .map(|p| p.display().to_string())
         .collect();
+    facts_of(&names, ev)
+}
+
+/// The facts of the intent files named `names`, with `file:line`.
+fn facts_of(names: &[String], ev: &EvaluatedIntent) -> Vec<IntentFact> {
     let c = &ev.compilation;
     let plan = &ev.plan;
     plan.facts

@@ -30,6 +30,8 @@ use netc_verify::plan::migration::Phases;
 use netc_verify::policy::{Facts, Policy};
 use netc_verify::report::{Report, Waiver};
 use netc_verify::{Input, Provenance};
+use std::collections::BTreeSet;
+use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 
 /// Artifact sets kept for their citations, newest first; older ones go.
@@ -46,6 +48,8 @@ pub enum Against<'a> {
     Stored(&'a Store, i64),
     /// An artifact directory the user gave.
     Dir(&'a Path),
+    /// A candidate not yet applied (a stage of a staged change).
+    Candidate(&'a NewGeneration),
 }
 
 /// What the gate decided, and on what.
@@ -53,6 +57,10 @@ pub struct Gate {
     pub report: Report,
     /// The rollout order PLAN-1 checked (from empty without a base).
     pub phases: Phases,
+    /// The VIPs and TIPs whose AFF-2 violations no waiver accepts: each
+    /// held by a switch (HMux) that chooses by the hash alone, so the
+    /// change must move them through the SMuxes (`super::stages`).
+    pub remapped_on_switches: BTreeSet<Ipv4Addr>,
 }
 
 /// Why the gate could not decide: an artifact set that could not be
@@ -138,6 +146,14 @@ pub fn gate(
                 written.push(d);
                 Some(a)
             }
+            Some(Against::Candidate(g)) => {
+                let d = keep.join(format!("candidate-{}", content_id(g)));
+                if d != dir {
+                    write_set(&d, |d| super::candidate::write_dir(g, d))?;
+                    written.push(d.clone());
+                }
+                Some(Artifacts::load(&d).map_err(GateError::Load)?)
+            }
         };
         let artifacts = Artifacts::load(&dir).map_err(GateError::Load)?;
         let policy = policy_of(gen);
@@ -151,14 +167,39 @@ pub fn gate(
         };
         let report = verify_loaded(&artifacts, &policy, old.as_ref(), provenance, limit, accept)?;
         let phases = Phases::plan(old.as_ref().unwrap_or(&Artifacts::default()), &artifacts);
-        Ok((report, phases))
+        let remapped = match &old {
+            Some(old) if aff2_violated(&report) => remapped_on_switches(old, &artifacts, accept),
+            _ => BTreeSet::new(),
+        };
+        Ok((report, phases, remapped))
     })();
-    let kept = keep_cited(result.as_ref().ok().map(|(r, _)| r), written, keep);
+    let kept = keep_cited(result.as_ref().ok().map(|(r, _, _)| r), written, keep);
     if let (Some(state), true) = (state, kept.is_empty()) {
         let _ = std::fs::remove_dir(state);
     }
-    let (report, phases) = result?;
-    Ok(Gate { report, phases })
+    let (report, phases, remapped_on_switches) = result?;
+    Ok(Gate {
+        report,
+        phases,
+        remapped_on_switches,
+    })
+}
+
+fn aff2_violated(r: &Report) -> bool {
+    r.verdicts
+        .iter()
+        .any(|v| v.invariant == "AFF-2" && v.status == netc_verify::report::Status::Violated)
+}
+
+/// Every endpoint address with an AFF-2 violation no waiver in `accept`
+/// names (the report lists only a few counterexamples).
+fn remapped_on_switches(old: &Artifacts, new: &Artifacts, accept: &[Waiver]) -> BTreeSet<Ipv4Addr> {
+    let (cxs, _) = netc_verify::tables::aff2(old, new);
+    cxs.iter()
+        .filter_map(|c| c.key.as_deref())
+        .filter(|k| !accept.iter().any(|w| w.invariant == "AFF-2" && w.key == *k))
+        .filter_map(|k| k.split(':').next()?.parse().ok())
+        .collect()
 }
 
 /// Generation `id` of `store` written as an artifact set under `keep`
