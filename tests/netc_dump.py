@@ -1,7 +1,9 @@
 """`netc run -D -` for tests: evaluate rule/fact files, read every relation back.
 
 `netc run -D -` prints each relation Souffle-style: a `-----` line, the
-name, a `=====` line, its rows (tab-separated), and a closing `=====` line.
+name, its attribute names (tab-separated; an empty line for a nullary
+relation), a `=====` line, its rows (tab-separated), and a closing `=====`
+line.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 import re
 import subprocess
 
-_BLOCK = re.compile(r"-{5,}\n(\S+)\n={5,}\n(.*?)={5,}", re.S)
+_BLOCK = re.compile(r"-{5,}\n(\S+)\n(?:[^=\n][^\n]*\n|\n)?={5,}\n(.*?)={5,}", re.S)
 
 
 def parse_dump(text: str) -> dict[str, list[tuple[str, ...]]]:

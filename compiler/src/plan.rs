@@ -214,6 +214,12 @@ pub enum Step {
         /// `concat`'s ordering keys, over the inner body's slots.
         order: Vec<Expr>,
         result: Prim,
+        /// Souffle aggregates over the distinct bindings of the body's
+        /// named variables: when a positive atom of the body has a `_`,
+        /// several inner rows can share one binding, and these are the
+        /// inner slots whose distinct values are aggregated (empty: every
+        /// inner row is a binding of its own).
+        distinct: Vec<usize>,
     },
 }
 

@@ -150,6 +150,7 @@ fn count_is_grouped_by_the_outer_variables_it_mentions() {
             value: None,
             order,
             result: Prim::Number,
+            ..
         }] => {
             assert!(order.is_empty());
             assert_eq!(group, &vec![0]);

@@ -4,7 +4,8 @@
 //! - [`relations`]: one [`RelInfo`] per distinct declared name, in
 //!   declaration order (E0103 for a second `.decl`; E0104, E0107, E0110,
 //!   E0112, W0004 for its attributes and qualifiers);
-//! - [`directives`]: `.input`/`.output`/`.printsize` attached (E0108);
+//! - [`directives`]: `.input`/`.output`/`.printsize` attached (E0108), their
+//!   IO parameters checked (E0116);
 //! - [`rules`]: every rule as [`Clause`]s, one per head and per disjunct of
 //!   its body in disjunctive normal form (negation pushed onto atoms and
 //!   constraints); every atom resolved or reported (E0101, E0102);
@@ -170,6 +171,7 @@ pub fn directives(program: &Program, rels: &mut [RelInfo], r: &mut Reporter) {
                 r.push(diag);
                 continue;
             };
+            io_params(d, r);
             let spec = IoSpec {
                 params: d
                     .params
@@ -182,6 +184,55 @@ pub fn directives(program: &Program, rels: &mut [RelInfo], r: &mut Reporter) {
                 DirectiveKind::Output => rels[id].outputs.push(spec),
                 DirectiveKind::PrintSize => rels[id].printsize = true,
             }
+        }
+    }
+}
+
+/// The IO parameters netc implements (specs/language.md §3); any other
+/// parameter or value is an error naming it (E0116), never ignored.
+fn io_params(d: &crate::ast::Directive, r: &mut Reporter) {
+    let (allowed, ios): (&[&str], &[&str]) = match d.kind {
+        DirectiveKind::Input => (
+            &["IO", "filename", "delimiter", "headers"],
+            &["file", "jsonl"],
+        ),
+        DirectiveKind::Output => (
+            &["IO", "filename", "delimiter", "headers"],
+            &["file", "stdout"],
+        ),
+        DirectiveKind::PrintSize => (&[], &[]),
+    };
+    for (k, v) in &d.params {
+        let bad = if !allowed.contains(&k.name.as_str()) {
+            Some(format!(
+                "IO parameter `{}` is not supported by netc",
+                k.name
+            ))
+        } else if k.name == "IO" && !ios.contains(&v.as_str()) {
+            let verb = if matches!(d.kind, DirectiveKind::Input) {
+                "reads"
+            } else {
+                "writes"
+            };
+            Some(format!(
+                "`IO={v}` is not supported by netc here (it {verb} {})",
+                ios.join(", ")
+            ))
+        } else if k.name == "headers" && v != "true" && v != "false" {
+            Some(format!("`headers={v}`: expected true or false"))
+        } else {
+            None
+        };
+        if let Some(message) = bad {
+            let hint = match k.name.as_str() {
+                "compress" => "write the file uncompressed and compress it afterwards; specs/language.md §3 lists the IO parameters netc reads".to_string(),
+                "rfc4180" => "netc reads delimiter-separated fields without quoting; specs/language.md §3 lists the IO parameters netc reads".to_string(),
+                _ => format!(
+                    "supported here: {}; see specs/language.md §3",
+                    if allowed.is_empty() { "none".to_string() } else { allowed.join(", ") }
+                ),
+            };
+            r.push(Diagnostic::error("E0116", k.span, message).with_hint(hint));
         }
     }
 }

@@ -292,6 +292,25 @@ impl Typer<'_, '_, '_> {
                     ..
                 } => {
                     self.call(name, builtin, args, *span, None, true);
+                    // Souffle warns and fails `match` (and `!match`) on a
+                    // pattern that is no regular expression
+                    if let (
+                        Some(crate::functors::Builtin::Match),
+                        Some(Expr::Lit {
+                            value: Some(crate::value::Value::Symbol(p)),
+                            span: at,
+                            ..
+                        }),
+                    ) = (builtin.as_ref(), args.first())
+                    {
+                        if let Some(why) = crate::functors::regex_error(&p.as_str()) {
+                            let why = why.lines().last().unwrap_or_default().trim().to_string();
+                            self.r.push(
+                                Diagnostic::warning("W0005", *at, format!("`{}` is not a regular expression: {why}", p.as_str()))
+                                    .with_hint("`match` and `!match` are both false with this pattern, as in Souffle"),
+                            );
+                        }
+                    }
                     continue;
                 }
                 Leaf::Bool(..) => continue,

@@ -482,6 +482,19 @@ pub fn cat_converted(parts: &[(bool, Value)]) -> Option<Value> {
     strings::cat_converted(parts)
 }
 
+/// [`holds`], or `None` where the constraint has no truth value: `match`
+/// with a pattern that is not a regular expression is false both as
+/// `match(...)` and as `!match(...)`, as Souffle evaluates it (it warns
+/// and fails the constraint either way).
+pub fn holds_defined(f: Builtin, args: &[Value]) -> Option<bool> {
+    if let (Builtin::Match, [Value::Symbol(re), _]) = (f, args) {
+        if !strings::valid_pattern(&re.as_str()) {
+            return None;
+        }
+    }
+    Some(holds(f, args))
+}
+
 /// Evaluates a constraint functor. Ill-typed arguments, a wrong arity and
 /// non-constraint functors give `false`.
 pub fn holds(f: Builtin, args: &[Value]) -> bool {

@@ -133,6 +133,12 @@ pub(super) fn matches(re: &Value, s: &Value) -> bool {
     with_regex(&pattern, |r| r.is_some_and(|r| r.is_match(&s.as_str())))
 }
 
+/// Whether `pattern` is a regular expression `match` can use (cached, as
+/// `match` caches it).
+pub(super) fn valid_pattern(pattern: &str) -> bool {
+    with_regex(pattern, |r| r.is_some())
+}
+
 /// Why `pattern` is not a valid regular expression for `match`, or `None`
 /// if it is. Lets the checker reject a constant pattern at compile time.
 pub fn regex_error(pattern: &str) -> Option<String> {

@@ -520,6 +520,12 @@ impl<'c> Builder<'c> {
             )
         })?;
         self.next_temp = self.next_temp.max(inner.next_temp);
+        let mut distinct: Vec<usize> = if materialized_with_wildcards(agg) {
+            inner.slots.values().copied().collect()
+        } else {
+            Vec::new()
+        };
+        distinct.sort_unstable();
         Ok(Step::Aggregate {
             func: agg.func,
             group,
@@ -530,6 +536,7 @@ impl<'c> Builder<'c> {
             value,
             order,
             result,
+            distinct,
         })
     }
 
@@ -602,6 +609,66 @@ impl<'c> Builder<'c> {
                 Expr::Slot(self.slot(v)?)
             }
         })
+    }
+}
+
+/// Whether Souffle aggregates `agg` over the distinct bindings of its
+/// body's named variables rather than over each combination of matching
+/// tuples, and the two can differ. Souffle (its `MaterializeAggregationQueries`
+/// pass) evaluates a body of more than one positive atom, or one with an
+/// inner aggregate, or a single atom that repeats a variable, as a new
+/// relation whose columns are the body's named variables — a set, so the
+/// positions a `_` leaves open collapse — and any other body tuple by tuple.
+/// The two differ only when some positive atom has a `_`.
+fn materialized_with_wildcards(agg: &Aggregate) -> bool {
+    let atoms: Vec<&Atom> = agg
+        .body
+        .iter()
+        .filter_map(|l| match l {
+            Leaf::Pos(a) => Some(a),
+            _ => None,
+        })
+        .collect();
+    let wild = atoms
+        .iter()
+        .any(|a| a.args.iter().any(|e| matches!(e, ir::Expr::Wildcard(_))));
+    if !wild {
+        return false;
+    }
+    let inner_agg = agg
+        .body
+        .iter()
+        .flat_map(|l| l.exprs())
+        .any(|e| mentions(e, &mut |x| matches!(x, ir::Expr::Agg(_))));
+    let repeats = atoms.first().is_some_and(|a| {
+        let mut seen = std::collections::HashSet::new();
+        let mut again = false;
+        for e in &a.args {
+            mentions(e, &mut |x| {
+                if let ir::Expr::Var(v, _) = x {
+                    again |= !seen.insert(*v);
+                }
+                false
+            });
+        }
+        again
+    });
+    atoms.len() > 1 || inner_agg || repeats
+}
+
+/// Whether `e` or an expression inside it satisfies `f` (aggregates are
+/// not entered: their bodies are scopes of their own).
+fn mentions(e: &ir::Expr, f: &mut dyn FnMut(&ir::Expr) -> bool) -> bool {
+    if f(e) {
+        return true;
+    }
+    match e {
+        ir::Expr::Call { args, .. } => args.iter().any(|a| mentions(a, f)),
+        ir::Expr::Binary(_, a, b, _) => mentions(a, f) || mentions(b, f),
+        ir::Expr::Unary(_, a, _) | ir::Expr::As(a, ..) => mentions(a, f),
+        ir::Expr::Var(..) | ir::Expr::Wildcard(_) | ir::Expr::Lit { .. } | ir::Expr::Agg(_) => {
+            false
+        }
     }
 }
 

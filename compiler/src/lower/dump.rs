@@ -177,6 +177,7 @@ fn body(out: &mut String, rels: &[Relation], b: &Body, indent: usize, outer: usi
                 value,
                 order,
                 result,
+                ..
             } => {
                 let by: Vec<String> = group.iter().map(|s| format!("{p}{s}")).collect();
                 let mut of = value

@@ -159,12 +159,18 @@ fn body_width(plan: &Plan, body: &Body, outer: Option<usize>) -> Result<usize, S
                 inner,
                 value,
                 order,
+                distinct,
                 ..
             } => {
                 if let Some(s) = group.iter().find(|s| **s >= w) {
                     return Err(format!("aggregate groups by slot {s}, only {w} are bound"));
                 }
                 let iw = body_width(plan, inner, Some(group.len()))?;
+                if let Some(s) = distinct.iter().find(|s| **s >= iw) {
+                    return Err(format!(
+                        "aggregate is distinct over slot {s}, only {iw} are bound"
+                    ));
+                }
                 for v in value.iter().chain(order) {
                     expr_ok(v, iw)?;
                 }

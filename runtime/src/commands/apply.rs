@@ -244,7 +244,9 @@ pub fn apply_staged(
         // the store's generation is that stage, and the next goes on from it
         if st.changes.is_empty() && i + 1 < n {
             if !args.json {
-                println!("  the store holds this stage already (an earlier apply stopped after it)");
+                println!(
+                    "  the store holds this stage already (an earlier apply stopped after it)"
+                );
             }
             continue;
         }

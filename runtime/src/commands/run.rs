@@ -40,7 +40,7 @@ pub fn run(args: RunArgs) -> Outcome {
     for (id, rel) in plan.relations.iter().enumerate() {
         for spec in &rel.inputs {
             match facts::read_input(rel, spec, args.facts_dir) {
-                Ok(rows) => initial.extend(rows.into_iter().map(|r| (id, r, Diff::Insert))),
+                Ok(rows) => initial.extend(rows.into_iter().map(|r| (id, r))),
                 Err(e) => return e.into(),
             }
         }
@@ -74,14 +74,11 @@ pub fn run(args: RunArgs) -> Outcome {
         }
     }
 
-    let mut engine = match Engine::new(plan.clone(), args.workers) {
+    // The inputs are part of the first fixpoint (`Engine::with_inputs`).
+    let mut engine = match Engine::with_inputs(plan.clone(), args.workers, initial) {
         Ok(e) => e,
         Err(e) => return Outcome::InputError(format!("engine: {e}"), None),
     };
-    // The initial load reports no changes, so skip building them.
-    if let Err(e) = engine.apply(Transaction { changes: initial }) {
-        return Outcome::InputError(format!("engine: {e}"), None);
-    }
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     for (n, tx) in script.into_iter().enumerate() {
@@ -142,12 +139,21 @@ fn write_outputs(plan: &Plan, engine: &Engine, dir: &str, out: &mut impl Write) 
             summary.insert(rel.name.clone(), entry);
         }
         for spec in &rel.outputs {
-            if json && dir == "-" {
+            let stdout = dir == "-" || spec.params.get("IO").is_some_and(|io| io == "stdout");
+            if json && stdout {
                 continue;
             }
-            if dir == "-" {
-                let _ = writeln!(out, "---------------\n{}\n===============", rel.name);
-                let _ = write!(out, "{}", csv::render(&rows, "\t"));
+            if stdout {
+                // as Souffle's stdout writer: the attribute names under the
+                // relation's name (`-D -` sets headers=true; IO=stdout as given)
+                let delim = crate::io::facts::delimiter(spec);
+                let headers = dir == "-" || spec.params.get("headers").is_some_and(|h| h == "true");
+                let _ = write!(out, "---------------\n{}\n", rel.name);
+                if headers {
+                    let _ = writeln!(out, "{}", csv::header(rel, &delim));
+                }
+                let _ = writeln!(out, "===============");
+                let _ = write!(out, "{}", csv::render(&rows, &delim));
                 let _ = writeln!(out, "===============");
             } else if let Err(e) = csv::write_output(rel, spec, &rows, Path::new(dir)) {
                 return e.into();

@@ -482,6 +482,7 @@ fn render_body<'s, T: Time>(
                 value,
                 order,
                 result,
+                distinct,
             } => {
                 let gkey = layout.exprs(&group.iter().map(|&g| Expr::Slot(g)).collect::<Vec<_>>());
                 // The head and the filters after the aggregate read only the
@@ -501,6 +502,7 @@ fn render_body<'s, T: Time>(
                         value.as_ref(),
                         order,
                         *result,
+                        distinct,
                     )?;
                     rows = agg.flat_map_ref(move |key, res| {
                         counters.tick();
@@ -529,6 +531,7 @@ fn render_body<'s, T: Time>(
                     value.as_ref(),
                     order,
                     *result,
+                    distinct,
                 )?;
                 rows = join(keyed(rows, gkey), &Arr::Own(agg), move |row, res| {
                     counters.tick();
@@ -595,8 +598,10 @@ fn reads_only_group(
 /// The reduce sees, per group key, one marker (an empty tuple, so groups
 /// without inner rows still exist: count/sum give 0 there) and the inner
 /// values with their multiplicities (one per combination of inner tuples,
-/// as Souffle counts); for `concat`, each value is the tuple of its ordering
-/// keys and the value. `width`: how many values each of `rows` holds.
+/// as Souffle counts a body it does not materialise, or one per distinct
+/// binding of the `distinct` slots when it does: `Step::Aggregate`); for
+/// `concat`, each value is the tuple of its ordering keys and the value.
+/// `width`: how many values each of `rows` holds.
 #[allow(clippy::too_many_arguments)]
 fn render_aggregate<'s, T: Time>(
     env: &mut Env<'s, T>,
@@ -609,6 +614,7 @@ fn render_aggregate<'s, T: Time>(
     value: Option<&Expr>,
     order: &[Expr],
     result: Prim,
+    distinct: &[usize],
 ) -> Result<Arranged<'s, ValTrace<T>>, String> {
     let glen = gkey.len();
     let gkey = RowProg::new(&gkey);
@@ -624,13 +630,28 @@ fn render_aggregate<'s, T: Time>(
     for v in value.into_iter().chain(order) {
         expr_slots(v, &mut need);
     }
+    need.extend(distinct);
     let (inner_rows, ilayout) = render_body(
         env,
         plan,
         inner,
         Some((keys.clone(), glen)),
-        Tail::Keep(need),
+        Tail::Keep(need.clone()),
     )?;
+    // one row per binding of the `distinct` slots (each row holds them,
+    // and only slots bound with them: the rows are those bindings)
+    let inner_rows = if distinct.is_empty() {
+        inner_rows
+    } else {
+        let only =
+            RowProg::new(&ilayout.exprs(&need.iter().map(|&s| Expr::Slot(s)).collect::<Vec<_>>()));
+        T::distinct_keys(inner_rows.flat_map(move |r| only.apply(&r)))
+    };
+    let ilayout = if distinct.is_empty() {
+        ilayout
+    } else {
+        Layout(need.iter().copied().collect())
+    };
     let ikey = ilayout.keep(&(0..glen).collect::<Vec<_>>());
     // `concat`'s tuple: the ordering keys, then the value.
     let parts: Vec<Expr> = order.iter().chain(value).map(|e| ilayout.expr(e)).collect();

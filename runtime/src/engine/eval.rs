@@ -148,7 +148,7 @@ pub fn cond<R: Slots + ?Sized>(c: &Cond, row: &R) -> Option<bool> {
                 _ => functors::compare(*op, &a, &b),
             })
         }
-        Cond::Call(f, args) => with_args(args, row, |a| functors::holds(*f, a)),
+        Cond::Call(f, args) => with_args(args, row, |a| functors::holds_defined(*f, a)).flatten(),
         Cond::Not(c) => cond(c, row).map(|b| !b),
     }
 }

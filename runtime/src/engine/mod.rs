@@ -305,7 +305,21 @@ impl Engine {
     /// Checks the plan, starts `workers` worker threads, builds the dataflow
     /// on each, and commits `plan.facts` as commit 0.
     pub fn new(plan: Arc<Plan>, workers: usize) -> Result<Engine, EngineError> {
-        Engine::start(plan, workers, default_lanes(workers), None)
+        Engine::start(plan, workers, default_lanes(workers), None, Vec::new())
+    }
+
+    /// Like [`Engine::new`], with `inputs` (rows read from `.input` files)
+    /// committed in commit 0 together with the program's facts: the first
+    /// fixpoint is computed with every input present, as Souffle computes
+    /// it, never with an input empty and its rows retracted later (which
+    /// can derive what the program never would, and need not terminate:
+    /// `fact(i+1) :- fact(i), !lim(i).`).
+    pub fn with_inputs(
+        plan: Arc<Plan>,
+        workers: usize,
+        inputs: Vec<(RelId, Row)>,
+    ) -> Result<Engine, EngineError> {
+        Engine::start(plan, workers, default_lanes(workers), None, inputs)
     }
 
     /// Like [`Engine::new`], with the pieces split over `lanes` lanes
@@ -316,7 +330,7 @@ impl Engine {
         workers: usize,
         lanes: usize,
     ) -> Result<Engine, EngineError> {
-        Engine::start(plan, workers, lanes, None)
+        Engine::start(plan, workers, lanes, None, Vec::new())
     }
 
     /// Like [`Engine::new`], for a caller that evaluates once and then
@@ -338,7 +352,13 @@ impl Engine {
                 .get_mut(r)
                 .ok_or(EngineError::UnknownRelation(r))? = true;
         }
-        Engine::start(plan, workers, default_lanes(workers), Some(changeable))
+        Engine::start(
+            plan,
+            workers,
+            default_lanes(workers),
+            Some(changeable),
+            Vec::new(),
+        )
     }
 
     fn start(
@@ -346,6 +366,7 @@ impl Engine {
         workers: usize,
         lanes: usize,
         changeable: Option<Vec<bool>>,
+        inputs: Vec<(RelId, Row)>,
     ) -> Result<Engine, EngineError> {
         validate::plan(&plan)?;
         // The dataflow runs the plan without the checks the driver evaluates.
@@ -418,6 +439,7 @@ impl Engine {
                 .facts
                 .iter()
                 .map(|(r, row)| (*r, row.clone(), Diff::Insert))
+                .chain(inputs.into_iter().map(|(r, row)| (r, row, Diff::Insert)))
                 .collect(),
         };
         engine.run(tx, false)?;

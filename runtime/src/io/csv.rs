@@ -45,6 +45,10 @@ fn render_in_order<'r>(rows: impl IntoIterator<Item = &'r Row>, delim: &str) -> 
         Sym::texts(syms, &mut texts);
         let mut text = texts.iter();
         for r in &block {
+            // a nullary relation's one tuple, as Souffle writes it
+            if r.is_empty() {
+                out.push_str("()");
+            }
             for (i, v) in r.iter().enumerate() {
                 if i > 0 {
                     out.push_str(delim);
@@ -62,6 +66,16 @@ fn render_in_order<'r>(rows: impl IntoIterator<Item = &'r Row>, delim: &str) -> 
     out
 }
 
+/// The attribute names joined by the delimiter: the header line of
+/// `headers=true` and of `-D -` (Souffle's `attributeNames`).
+pub fn header(rel: &Relation, delim: &str) -> String {
+    rel.columns
+        .iter()
+        .map(|c| c.name.as_str())
+        .collect::<Vec<_>>()
+        .join(delim)
+}
+
 /// Writes one `.output` relation into `dir`.
 pub fn write_output(
     rel: &Relation,
@@ -75,7 +89,11 @@ pub fn write_output(
             .cloned()
             .unwrap_or_else(|| format!("{}.csv", rel.name)),
     );
-    let text = render(rows, &delimiter(spec));
+    let delim = delimiter(spec);
+    let mut text = render(rows, &delim);
+    if spec.params.get("headers").is_some_and(|h| h == "true") {
+        text.insert_str(0, &format!("{}\n", header(rel, &delim)));
+    }
     let mut f = std::fs::File::create(&path).map_err(|source| IoError::Write {
         path: path.display().to_string(),
         source,

@@ -5,7 +5,9 @@
 //! Parameters: `filename` (default `<relation>.facts`, relative to the facts
 //! directory), `delimiter` (default tab), `IO` (`file`, the default, or
 //! `jsonl`: one JSON array or object per line, objects keyed by attribute
-//! name). Empty lines are skipped.
+//! name), `headers` (`true`: the first line is skipped). Empty lines are
+//! skipped, except in a nullary relation's file, where a line (empty or
+//! `()`) is its one tuple.
 
 use super::{parse_column, IoError};
 use netc_compiler::plan::{IoSpec, Relation};
@@ -35,7 +37,13 @@ pub fn read_input(rel: &Relation, spec: &IoSpec, dir: &Path) -> Result<Vec<Row>,
     })?;
     let name = path.display().to_string();
     match io_kind(spec) {
-        "file" => read_delimited(rel, &name, &text, delimiter(spec)),
+        "file" => read_delimited(
+            rel,
+            &name,
+            &text,
+            delimiter(spec),
+            spec.params.get("headers").is_some_and(|h| h == "true"),
+        ),
         "jsonl" => read_jsonl(rel, &name, &text),
         other => Err(IoError::Syntax {
             location: name,
@@ -53,14 +61,22 @@ pub fn delimiter(spec: &IoSpec) -> String {
     }
 }
 
+/// `headers=true`: the first line names the attributes and is skipped.
 pub fn read_delimited(
     rel: &Relation,
     name: &str,
     text: &str,
     delim: String,
+    headers: bool,
 ) -> Result<Vec<Row>, IoError> {
     let mut rows = Vec::new();
-    for (i, line) in text.lines().enumerate() {
+    for (i, line) in text.lines().enumerate().skip(usize::from(headers)) {
+        // a nullary relation: an empty line (or `()`, as Souffle writes
+        // it) is its one tuple
+        if rel.arity() == 0 && matches!(line.trim(), "" | "()") {
+            rows.push(Vec::new());
+            continue;
+        }
         if line.trim().is_empty() {
             continue;
         }

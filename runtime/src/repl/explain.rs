@@ -196,6 +196,8 @@ enum Goal<'g> {
         /// Per solution, what the engine folds (see `fold_aggregate`).
         values: Vec<Vec<Value>>,
         shown: Vec<Vec<Premise>>,
+        /// The bindings of `agg.distinct` folded in already.
+        seen: std::collections::HashSet<Vec<Value>>,
     },
 }
 
@@ -206,6 +208,8 @@ struct Agg<'g> {
     /// `concat`'s ordering keys.
     order: &'g [Expr],
     result: Prim,
+    /// Fold one solution per binding of these slots (empty: every one).
+    distinct: &'g [usize],
 }
 
 enum Search {
@@ -352,7 +356,22 @@ fn steps(
                     .collect();
                 head.as_deref() == Some(ctx.want)
             }
-            Goal::Collect { agg, values, shown } => {
+            Goal::Collect {
+                agg,
+                values,
+                shown,
+                seen,
+            } => {
+                if !agg.distinct.is_empty() {
+                    let binding: Vec<Value> = agg
+                        .distinct
+                        .iter()
+                        .filter_map(|s| slots.get(*s).copied())
+                        .collect();
+                    if !seen.insert(binding) {
+                        return false;
+                    }
+                }
                 let v = match (agg.value, agg.func) {
                     (_, AggFunc::Count) => Some(vec![Value::Number(1)]),
                     (Some(e), _) => agg
@@ -462,6 +481,7 @@ fn steps(
             value,
             order,
             result,
+            distinct,
         } => {
             let Some(key): Option<Vec<Value>> =
                 group.iter().map(|g| slots.get(*g).copied()).collect()
@@ -473,6 +493,7 @@ fn steps(
                 value: value.as_ref(),
                 order,
                 result: *result,
+                distinct,
             };
             let Some(g) = fold_group(ctx, &agg, &key, &inner.steps) else {
                 return false;
@@ -500,6 +521,7 @@ fn fold_group(ctx: &mut Ctx, agg: &Agg, key: &[Value], inner: &[Step]) -> Option
         agg,
         values: Vec::new(),
         shown: Vec::new(),
+        seen: Default::default(),
     };
     steps(ctx, inner, 0, &mut key.to_vec(), &mut Vec::new(), &mut goal);
     if ctx.visited >= BUDGET {

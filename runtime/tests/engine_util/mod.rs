@@ -164,6 +164,7 @@ pub fn agg(
         value,
         order: vec![],
         result,
+        distinct: vec![],
     }
 }
 
