@@ -30,7 +30,7 @@ from test_verify_p4 import compile_examples, edit_block, verify
 from test_verify_underlay import host_route
 
 REPO = Path(__file__).resolve().parent.parent
-EXAMPLES = ["quickstart", "duet", "andromeda"]
+EXAMPLES = ["quickstart", "duet", "andromeda", "athena"]
 
 pytestmark = pytest.mark.netc
 
@@ -62,12 +62,10 @@ def chain(pred: dict) -> list[dict]:
 
 
 def facts(example: str, rel: str) -> list[list[str]]:
-    pat = re.compile(rf"^{rel}\((.*)\)\.\s*$")
-    rows = []
-    for line in Path(intent(example)).read_text().splitlines():
-        if m := pat.match(line):
-            rows.append([v.strip().strip('"') for v in m.group(1).split(",")])
-    return rows
+    """The example's `rel` facts (several may share a line), values unquoted."""
+    text = "\n".join(ln for ln in Path(intent(example)).read_text().splitlines() if not ln.lstrip().startswith("//"))
+    return [[v.strip().strip('"') for v in m.group(1).split(",")]
+            for m in re.finditer(rf"(?<![\w.]){rel}\(([^()]*)\)\.", text)]
 
 
 def test_vm_to_vm_crosses_the_switches(netc_bin: str, compiled: dict[str, Path]) -> None:
@@ -140,6 +138,29 @@ def test_duet_vip_tip_dip_chain(netc_bin: str, compiled: dict[str, Path]) -> Non
         assert h["nw_dst"] in {vm_ip[v] for v in dips} and h["tp_dst"] == "8443", h
         ends.add(h["nw_dst"])
     assert ends, ends
+
+
+def test_multicast_is_replicated_by_the_switches_to_every_accepted_member(netc_bin: str,
+                                                                         compiled: dict[str, Path]) -> None:
+    """Athena: r0's packet to 239.1.1.1 goes to its ToR, which replicates it
+    (the switches' multicast groups) to the hosts of the group's accepted
+    members; each member's bridge delivers it; r4, whose membership the
+    policy denies, gets no copy."""
+    pred = predict(netc_bin, compiled["athena"],
+                   "host=h1,in_port=10,udp,eth_src=02:00:00:00:0a:00,eth_dst=01:00:5e:01:01:01,"
+                   "ip_src=10.0.0.10,ip_dst=239.1.1.1,tp_dst=5000", intent("athena"))
+    segs = pred["segments"]
+    assert segs[1]["kind"] == "switch" and segs[1]["device"] == "tor1", segs[1]
+    assert any("replicated by multicast group" in x for s in segs if s["kind"] == "switch" for x in s["lines"])
+    members = {r[2] for r in facts("athena", "mcast_member") if r[0] == "red" and r[1] == "239.1.1.1"}
+    denied = {r[2] for r in facts("athena", "mcast_policy") if r[0] == "red" and r[3] == "deny"}
+    vm = {r[1]: (r[4], r[2]) for r in facts("athena", "vm") if r[0] == "red"}
+    got = {(s["device"], p["fate"]["port"]) for s in segs[2:] if s["kind"] == "bridge" for p in s["paths"]
+           if p["fate"]["kind"] == "output"}
+    ports = {r[2]: int(r[3]) for r in facts("athena", "vm_port") if r[1] == "red"}
+    want = {(vm[m][0], ports[m]) for m in members - denied}
+    assert got == want, (got, want)
+    assert "r4" in denied and vm["r4"][0] not in {s["device"] for s in segs}, segs
 
 
 def test_a_switch_counterexample_path_is_what_predict_prints(netc_bin: str, compiled: dict[str, Path],

@@ -44,10 +44,11 @@ fn syntax(text: &str, message: impl Into<String>) -> ProbeError {
     }
 }
 
-/// The flow keys a probe accepts besides `host`, `in_port`, `tun_id` and `tun_dst`.
-pub const PROBE_KEYS: &str = "eth_src eth_dst eth_type ip_src ip_dst proto tp_src tp_dst \
-     arp_op arp_spa arp_tpa arp_sha arp_tha (ovs-fields(7) names such as dl_src, nw_dst, \
-     tcp_dst work too) and the shorthands ip, tcp, udp, icmp, arp";
+/// The keys a probe accepts.
+pub const PROBE_KEYS: &str = "host (or device) in_port tun_id tun_dst, then eth_src eth_dst \
+     eth_type ip_src ip_dst proto tp_src tp_dst arp_op arp_spa arp_tpa arp_sha arp_tha \
+     (ovs-fields(7) names such as dl_src, nw_dst, tcp_dst work too) and the shorthands ip, \
+     tcp, udp, icmp, arp";
 
 impl Probe {
     /// Parses `host=h1,in_port=10,tcp,eth_src=02:..,ip_src=10.1.1.11,ip_dst=10.1.1.12,tp_dst=80`
