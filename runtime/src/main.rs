@@ -264,27 +264,36 @@ enum Command {
         #[arg(long, default_value_t = 3)]
         limit: usize,
     },
-    /// Show what the verifier's model predicts one packet does, bridge by bridge (a debugging aid).
+    /// Show what the verifier's model predicts one packet does, device by device (a debugging aid).
     #[command(after_help = netc_runtime::after_help!(
         concat!(
         "The packet: comma-separated key=value (ovs-fields(7) names): host= (the bridge) and in_port= (the VM's OpenFlow port,\n",
         "or 1 with tun_id= for a packet arriving by VXLAN), then headers: eth_src eth_dst eth_type ip_src ip_dst proto tp_src tp_dst\n",
         "arp_op arp_spa arp_tpa arp_sha arp_tha, and the shorthands ip tcp udp icmp arp. Unset headers are 0 (tp_src 40000).\n\n",
+        "The same packet enters a P4 switch: host= names the switch, in_port= its port, and a VXLAN packet gives tun_id= (its\n",
+        "VNI) and tun_dst= (its outer destination); the headers are the inner frame's. A switch counterexample's packet line\n",
+        "(in_port=…,outer_nw_dst=…,vxlan_vni=…) reads as is after host=SWITCH.\n\n",
         "Printed per bridge the packet reaches: every path's flows (table, priority, cookie, file:line), group buckets, and its\n",
-        "fate (output port, tunnel tun_id/tun_dst, uplink, drop and why) with the rewritten headers. A select group's buckets are\n",
-        "alternatives (the model does not compute OVS's hash): each path names the bucket it assumes. The model is the one\n",
-        "`netc verify` proves on; tests/test_verify_agrees_ovs.py checks it against real OVS's ofproto/trace.",
+        "fate (output port, tunnel tun_id/tun_dst, uplink, drop and why) with the rewritten headers; per switch: its hop as a\n",
+        "counterexample prints it (the entries matched, file:line, and the fate) and where each copy goes. A select group's\n",
+        "buckets are alternatives (the model does not compute OVS's hash): each path names the bucket it assumes; a switch's\n",
+        "hash is computed. With INTENT files the packet crosses the fabric as the intent wires it: a bridge's tunnel and uplink\n",
+        "packets enter its host's ToR port, a switch port leads over its link to the next switch or to the attached host's\n",
+        "bridge. Without them a tunnel goes straight to the bridge owning tun_dst. The model is the one `netc verify` proves on;\n",
+        "tests/test_verify_agrees_ovs.py checks it against real OVS's ofproto/trace.",
     ),
-        example: "  netc compile examples/quickstart/intent.ndl --out out\n  netc predict --artifacts out --packet 'host=h1,in_port=10,tcp,eth_src=02:00:00:00:01:01,eth_dst=fe:ff:ff:ff:ff:ff,ip_src=10.1.1.11,ip_dst=10.1.1.12,tp_dst=80'",
+        example: "  netc compile examples/quickstart/intent.ndl --out out\n  netc predict --artifacts out --packet 'host=h1,in_port=10,tcp,eth_src=02:00:00:00:01:01,eth_dst=fe:ff:ff:ff:ff:ff,ip_src=10.1.1.11,ip_dst=10.1.1.12,tp_dst=80'\n  netc predict --artifacts out examples/quickstart/intent.ndl --packet 'host=agg1,in_port=3,tcp,ip_src=198.51.100.7,ip_dst=203.0.113.10,tp_dst=80'",
         exit0: "predicted",
         exit1: "(not used)",
-        exit2: "usage, input or I/O error (bad packet, unknown host, unreadable artifacts)",
+        exit2: "usage, input or I/O error (bad packet, unknown device, bad intent, unreadable artifacts)",
     ))]
     Predict {
+        /// Intent files (.ndl facts): follow the packet across the fabric as they wire it.
+        intent: Vec<PathBuf>,
         /// The artifact directory written by `netc compile --out DIR`.
         #[arg(long, value_name = "DIR", required = true)]
         artifacts: PathBuf,
-        /// The packet, e.g. 'host=h1,in_port=10,tcp,ip_src=10.1.1.11,ip_dst=10.1.1.12,tp_dst=80'.
+        /// The packet, e.g. 'host=h1,in_port=10,tcp,ip_src=10.1.1.11,ip_dst=10.1.1.12,tp_dst=80' (host=: a bridge or a switch).
         #[arg(long, value_name = "FIELDS", required = true)]
         packet: String,
         /// Print the prediction as JSON.
@@ -652,10 +661,11 @@ fn dispatch(cli: Cli) -> Outcome {
             limit,
         }),
         Command::Predict {
+            intent,
             artifacts,
             packet,
             json,
-        } => commands::predict::run(&artifacts, &packet, json),
+        } => commands::predict::run(&artifacts, &packet, &intent, json),
         Command::Export {
             souffle: _,
             files,

@@ -60,6 +60,7 @@ pub mod packet;
 pub mod plan;
 pub mod policy;
 pub mod predict;
+pub mod probes;
 pub mod push;
 mod readers;
 pub mod report;
@@ -217,7 +218,11 @@ impl TableFindings {
                 .into_values()
                 .flatten()
                 .collect(),
-            aff1: tables::aff1(input.artifacts, input.policy),
+            aff1: {
+                let mut aff1 = tables::aff1(input.artifacts, input.policy);
+                aff1.extend(probes::check(input.artifacts, input.policy));
+                aff1
+            },
             aff3: nf::aff3(net, input.artifacts, input.policy, input.limit),
             aff4: tables::aff4(input.artifacts, input.policy),
             cap1: tables::cap1(input.artifacts, input.policy),

@@ -16,6 +16,8 @@
 //!   the underlay, per row: re-run for rows added and rows naming a changed
 //!   VM's (VNI, address) (findings kept per row, each row's member parsed
 //!   once and moved with the rows; all when the underlay changed);
+//! - AFF-1's health probes: [`crate::probes::RELATIONS`], the VMs and the
+//!   policy's DIP endpoints: re-run in full when any of them changed;
 //! - AFF-4: [`tables::AFF4_RELATIONS`], the SNAT grants of each bridge's
 //!   flows (kept per device with their flows' positions; for a dirty
 //!   device moved by its flows' moves and only the edited middle read), the
@@ -79,6 +81,9 @@ pub struct TableChecks {
     endpoints: tables::RowEndpoints,
     /// AFF-1's tunnel findings by (relation of [`tables::AFF1_TUNNEL_RELATIONS`], row).
     aff1_tunnels: Vec<(usize, u32, Counterexample)>,
+    /// AFF-1's probe findings, and the DIP endpoints they were checked against.
+    aff1_probes: Vec<Counterexample>,
+    probes_dsr: std::sync::Arc<BTreeSet<(String, String, u8, u16)>>,
     /// Per relation of [`tables::AFF1_TUNNEL_RELATIONS`], each row's member
     /// (VNI, address) ([`tables::tunnel_member`]): parsed once and moved
     /// with the rows, so finding the rows that name a changed VM is a scan
@@ -116,6 +121,8 @@ impl TableChecks {
             aff1_vectors: tables::aff1_vectors_by_endpoint(a, None, None),
             endpoints: tables::row_endpoints(a),
             aff1_tunnels: tunnel_findings(a, p),
+            aff1_probes: crate::probes::check(a, p),
+            probes_dsr: p.dsr.clone(),
             members: tunnel_members(a),
             aff3: nf::aff3(net, a, p, limit),
             aff4: tables::aff4_with(a, p, snat.values().flatten().map(|(_, g)| g)),
@@ -209,6 +216,12 @@ impl TableChecks {
             }
             self.ran("AFF-1 tunnels", &mut t0);
         }
+        let dsr = !crate::policy::shared_eq(&self.probes_dsr, &p.dsr);
+        if t.vms || dsr || t.any(&crate::probes::RELATIONS) {
+            self.aff1_probes = crate::probes::check(a, p);
+            self.probes_dsr = p.dsr.clone();
+            self.ran("AFF-1 probes", &mut t0);
+        }
         // a grant's flow that only moved changes no finding but the cites
         // of an overlap (a line added above a host's SNAT flows moved them)
         let (mut grants_changed, mut cites_moved) = (false, false);
@@ -292,6 +305,7 @@ impl TableChecks {
     pub fn findings(&self) -> TableFindings {
         let mut aff1: Vec<Counterexample> = self.aff1_vectors.values().flatten().cloned().collect();
         aff1.extend(self.aff1_tunnels.iter().map(|(_, _, c)| c.clone()));
+        aff1.extend(self.aff1_probes.iter().cloned());
         TableFindings {
             push1: self.push1.values().flatten().cloned().collect(),
             aff1,

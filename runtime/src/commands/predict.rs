@@ -1,29 +1,35 @@
 //! `netc predict`: what the verifier's model says one packet does.
 //!
-//! Expects an artifact directory (`netc compile … --out DIR`) and a packet
-//! (`host=h1,in_port=10,tcp,ip_src=…,ip_dst=…,tp_dst=80`, parsed by
-//! `netc_verify::predict::Probe`). Guarantees: prints, per bridge the packet
-//! reaches, each path's flows (cookie, `file:line`), group buckets and fate
-//! with the rewritten headers — the same model `netc verify` proves the
-//! invariants on, so a surprising answer here is a surprising proof there.
-//! Exit 0 predicted, 2 input errors (bad packet, unknown host, unreadable or
+//! Expects an artifact directory (`netc compile … --out DIR`), a packet
+//! (`host=h1,in_port=10,tcp,ip_src=…,ip_dst=…,tp_dst=80` entering a host's
+//! bridge, or `host=tor1,in_port=49,tun_id=…,tun_dst=…,…` entering a P4
+//! switch; parsed by `netc_verify::predict::Probe`) and optionally the
+//! intent files: with them the packet is followed across the fabric as the
+//! intent wires it (`link` facts, hosts' ToR ports). Guarantees: prints, per
+//! device the packet reaches, each bridge path's flows (cookie, `file:line`),
+//! group buckets and fate with the rewritten headers, and each switch hop's
+//! entries (`.txtpb` `file:line`) and copies as a switch counterexample
+//! prints them — the same model `netc verify` proves the invariants on, so
+//! a surprising answer here is a surprising proof there. Exit 0 predicted,
+//! 2 input errors (bad packet, unknown device, bad intent, unreadable or
 //! unmodellable artifacts).
 
 use super::Outcome;
 use netc_verify::artifacts::Artifacts;
 use netc_verify::network::Network;
 use netc_verify::policy::Policy;
-use netc_verify::predict::{predict, Probe};
-use std::path::Path;
+use netc_verify::predict::{predict, Model, Probe};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
-pub fn run(artifacts: &Path, packet: &str, json: bool) -> Outcome {
-    match run_inner(artifacts, packet, json) {
+pub fn run(artifacts: &Path, packet: &str, intent: &[PathBuf], json: bool) -> Outcome {
+    match run_inner(artifacts, packet, intent, json) {
         Ok(()) => Outcome::Ok,
         Err(o) => o,
     }
 }
 
-fn run_inner(dir: &Path, packet: &str, json: bool) -> Result<(), Outcome> {
+fn run_inner(dir: &Path, packet: &str, intent: &[PathBuf], json: bool) -> Result<(), Outcome> {
     let probe = Probe::parse(packet).map_err(|e| {
         Outcome::InputError(
             e.to_string(),
@@ -35,11 +41,35 @@ fn run_inner(dir: &Path, packet: &str, json: bool) -> Result<(), Outcome> {
     })?;
     let artifacts =
         Artifacts::load(dir).map_err(|e| Outcome::InputError(e.to_string(), e.hint.clone()))?;
-    let policy = Policy::from_artifacts(&artifacts);
+    let policy = if intent.is_empty() {
+        Policy::from_artifacts(&artifacts)
+    } else {
+        let ev = super::verify::evaluate(intent, None)?;
+        crate::rollout::verdict::policy_of_facts(&crate::rollout::candidate::intent_facts(
+            intent, &ev,
+        ))
+    };
     let net = Network::build(&artifacts, &policy)
         .map_err(|e| Outcome::InputError(format!("cannot model the artifacts: {e}"), None))?;
-    let p = predict(&net, &policy.underlay, &probe)
-        .map_err(|e| Outcome::InputError(e.to_string(), None))?;
+    let info = netc_verify::p4::p4info().map_err(|e| Outcome::InputError(e.to_string(), None))?;
+    let mut switches = BTreeMap::new();
+    for (name, text) in &artifacts.switches {
+        let sw = netc_verify::p4::build_switch(name, text)
+            .map_err(|e| Outcome::InputError(e.to_string(), e.hint.clone()))?;
+        switches.insert(name.clone(), sw);
+    }
+    let model = Model {
+        net: &net,
+        policy: &policy,
+        switches: &switches,
+        info: &info,
+    };
+    let p = predict(&model, &probe).map_err(|e| {
+        Outcome::InputError(
+            e.to_string(),
+            Some("`netc predict --help` describes the packet".into()),
+        )
+    })?;
     if json {
         super::output::emit(p.to_json());
     } else {

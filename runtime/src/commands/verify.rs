@@ -47,7 +47,10 @@ pub struct VerifyArgs<'a> {
 
 /// Evaluates the intent; program errors and findings are input errors
 /// here (exit 2): there is nothing to verify.
-fn evaluate(intent: &[PathBuf], rules: Option<&Path>) -> Result<EvaluatedIntent, Outcome> {
+pub(super) fn evaluate(
+    intent: &[PathBuf],
+    rules: Option<&Path>,
+) -> Result<EvaluatedIntent, Outcome> {
     let ev = evaluate_intent(intent, rules, 1).map_err(|o| match o {
         Outcome::ProgramErrors => {
             Outcome::InputError("the intent has errors (see above)".into(), None)

@@ -16,7 +16,7 @@
 //! and the other instance's path or row.
 
 use super::ingress::{Fate, PacketIn};
-use super::invariants::{counterexample, fate_text, ip, show};
+use super::invariants::{counterexample, ip};
 use super::request::P4Info;
 use super::switch::Switch;
 use super::symbolic::Model;
@@ -238,14 +238,9 @@ pub(super) fn affinity(
             let mut cx = counterexample(sw, info, "AFF-1", summary, &p, &[]);
             match reference.switch.and_then(|k| sws.get(k)) {
                 Some(rs) => {
-                    let t = rs.ingress(info, &p);
-                    cx.paths.push(crate::report::PathCx {
-                        hops: std::iter::once(format!("{} ingress {}", rs.name, show(&p)))
-                            .chain(t.cites.iter().map(|c| format!("  entry {c}")))
-                            .collect(),
-                        end: format!("{}: {}", rs.name, fate_text(&t.fate)),
-                    });
-                    cx.cites.extend(t.cites);
+                    let hop = super::hop::Hop::through(rs, info, &p, None);
+                    cx.paths.push(super::hop::path(std::slice::from_ref(&hop)));
+                    cx.cites.extend(hop.trace.cites);
                 }
                 None => {
                     cx.cites.push(format!(

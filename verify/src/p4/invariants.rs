@@ -272,20 +272,15 @@ pub(super) fn counterexample(
     p: &PacketIn,
     facts: &[String],
 ) -> Counterexample {
-    let t = sw.ingress(info, p);
-    let mut hops = vec![format!("{} ingress {}", sw.name, show(p))];
-    hops.extend(t.cites.iter().map(|c| format!("  entry {c}")));
-    let mut cites = t.cites;
+    let hop = super::hop::Hop::through(sw, info, p, None);
+    let mut cites = hop.trace.cites.clone();
     cites.extend(facts.iter().cloned());
     Counterexample {
         invariant: inv.into(),
         key: None,
         summary: format!("{summary} (e.g. {})", show(p)),
         packet: Some(super::frame::packet(&sw.name, p)),
-        paths: vec![crate::report::PathCx {
-            hops,
-            end: format!("{}: {}", sw.name, fate_text(&t.fate)),
-        }],
+        paths: vec![super::hop::path(std::slice::from_ref(&hop))],
         cites,
     }
 }

@@ -10,7 +10,8 @@
 //! [`invariants`] (the switch checks of specs/invariants.md §5b on it,
 //! AFF-1's in [`affinity`]; [`reach`] walks the fabric switch to switch for
 //! REACH-2 and REACH-1 on the underlay; [`frame`] writes their
-//! counterexample packets).
+//! counterexample packets; [`hop`] prints one packet through one switch,
+//! for counterexamples and `netc predict` alike).
 //!
 //! Expects: an artifact directory. Guarantees: when `DIR/p4/` exists, the
 //! P4 table relations the network model and the table checks read
@@ -30,6 +31,7 @@ pub mod invariants;
 pub mod affinity;
 pub mod reach;
 pub mod frame;
+pub mod hop;
 
 use crate::artifacts::{ArtifactError, Row, SwitchText};
 use request::{Entity, EntryAction, FieldMatch, P4Info, Update, UpdateType};
@@ -55,7 +57,8 @@ pub const TABLE_RELATIONS: [&str; 14] = [
     "p4_underlay",
 ];
 
-fn p4info() -> Result<P4Info, ArtifactError> {
+/// The P4Info netc's switches are programmed against (`p4/netc.p4info.txtpb`).
+pub fn p4info() -> Result<P4Info, ArtifactError> {
     request::read_p4info("p4/netc.p4info.txtpb", request::NETC_P4INFO).map_err(|e| ArtifactError {
         at: e.file.clone(),
         message: format!("internal error: the embedded P4Info does not read: {e}"),

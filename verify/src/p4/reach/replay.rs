@@ -1,12 +1,14 @@
 //! A REACH-2 or REACH-1 violation the walk found, replayed as the
 //! counterexample users read: one concrete packet through the concrete
-//! interpreter, switch by switch, with each hop's entries.
+//! interpreter, switch by switch, with each hop's entries, printed by
+//! [`crate::p4::hop`] as `netc predict` prints the same packet.
 
 use super::{Found, Walk};
-use crate::p4::ingress::{Fate, PacketIn};
+use crate::p4::hop::{path, Exit, Hop, Out, Wiring};
+use crate::p4::ingress::PacketIn;
 use crate::p4::request::P4Info;
 use crate::p4::switch::Switch;
-use crate::report::{Counterexample, PathCx};
+use crate::report::Counterexample;
 use netc_compiler::functors::hash5_v4;
 
 /// A found violation as a counterexample: a concrete packet of its set, at
@@ -33,45 +35,32 @@ pub(super) fn replay(sws: &[&Switch], info: &P4Info, w: &Walk, f: Found) -> Coun
         p.sport = sp;
     }
     let first = p.clone();
-    let mut hops = Vec::new();
+    let wiring = Wiring {
+        links: &w.fabric.links,
+        attached: w.attached,
+    };
+    let mut hops: Vec<Hop> = Vec::new();
     let mut cites = Vec::new();
     let mut at = entry;
-    let mut end = String::new();
     for _ in 0..w.limit {
-        let sw = sws[at];
-        let t = sw.ingress(info, &p);
-        hops.push(format!(
-            "{} ingress {}",
-            sw.name,
-            crate::p4::invariants::show(&p)
-        ));
-        hops.extend(t.cites.iter().map(|c| format!("  entry {c}")));
-        cites.extend(t.cites.iter().cloned());
-        end = format!("{}: {}", sw.name, crate::p4::invariants::fate_text(&t.fate));
-        let Fate::Unicast { port, encap } = t.fate else {
-            break;
+        let hop = Hop::through(sws[at], info, &p, Some(wiring));
+        cites.extend(hop.trace.cites.iter().cloned());
+        let next = match hop.copies.as_slice() {
+            [Out {
+                packet,
+                exit: Exit::Link { peer, port },
+                ..
+            }] => w.index.get(peer.as_str()).map(|&n| {
+                let mut q = packet.clone();
+                q.ingress_port = *port;
+                (n, q)
+            }),
+            _ => None,
         };
-        if let Some((v, ul, _)) = encap {
-            p.vxlan_vni = Some(v);
-            p.outer_dst = ul;
-        }
-        match w.fabric.links.get(&(sw.name.clone(), port)) {
-            Some((peer, q, _)) => match w.index.get(peer.as_str()) {
-                Some(&n) => {
-                    at = n;
-                    p.ingress_port = *q;
-                }
-                None => break,
-            },
-            None => {
-                if let Some(h) = w.attached.get(&(sw.name.clone(), port)) {
-                    end.push_str(&format!(" (host {h})"));
-                } else {
-                    end.push_str(" (no link: out of the fabric)");
-                }
-                break;
-            }
-        }
+        hops.push(hop);
+        let Some((n, q)) = next else { break };
+        at = n;
+        p = q;
     }
     cites.extend(f.facts);
     Counterexample {
@@ -82,7 +71,7 @@ pub(super) fn replay(sws: &[&Switch], info: &P4Info, w: &Walk, f: Found) -> Coun
             crate::p4::invariants::show(&first)
         ),
         packet: Some(crate::p4::frame::packet(w.names[entry], &first)),
-        paths: vec![PathCx { hops, end }],
+        paths: vec![path(&hops)],
         cites,
         key: None,
     }
