@@ -46,9 +46,11 @@ final class NetcServe implements AutoCloseable {
         return p.toString();
     }
 
-    static NetcServe start(Path state) throws IOException {
-        ProcessBuilder pb = new ProcessBuilder(bin(), "serve", "--listen", "127.0.0.1:0", "--state",
-                state.toString(), "--no-push", "--json");
+    static NetcServe start(Path state, String... extra) throws IOException {
+        List<String> cmd = new ArrayList<>(List.of(bin(), "serve", "--listen", "127.0.0.1:0", "--state",
+                state.toString(), "--no-push", "--json"));
+        cmd.addAll(List.of(extra));
+        ProcessBuilder pb = new ProcessBuilder(cmd);
         pb.redirectError(state.resolveSibling(state.getFileName() + ".stderr").toFile());
         Files.createDirectories(state);
         Process p = pb.start();

@@ -17,7 +17,6 @@ import org.junit.Test;
 import org.netc.onos.p4.NetcP4Info;
 import org.netc.onos.p4.P4Updates;
 import org.onosproject.TestApplicationId;
-import org.onosproject.net.DeviceId;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -148,7 +147,7 @@ public class NetcServeIntegrationTest {
         assertTrue(applied.path("committed").asBoolean());
         assertEquals("proven", applied.path("verdict").asText());
         Map<String, SwitchState> expected = compiled("first", rig.bridge.intent());
-        assertEquals(Set4.of("agg1", "agg2", "tor1", "tor2"), expected.keySet());
+        assertEquals(java.util.Set.of("agg1", "agg2", "tor1", "tor2"), expected.keySet());
         Map<String, SwitchState> before = rig.written(expected.keySet());
         assertSameState(expected, before);
         // an unchanged topology posts nothing
@@ -224,16 +223,5 @@ public class NetcServeIntegrationTest {
         assertEquals(gen + 1, applied.path("generation").asLong());
         Map<String, SwitchState> down = compiled("refuse-after", rig.bridge.intent());
         assertSameState(down, rig.written(down.keySet()));
-    }
-
-    /** Set.of with a readable name where the order of the arguments means nothing. */
-    private static final class Set4 {
-        static java.util.Set<String> of(String... s) {
-            return java.util.Set.of(s);
-        }
-    }
-
-    static DeviceId id(String s) {
-        return FakeNetwork.deviceId(s);
     }
 }
