@@ -63,6 +63,10 @@ final class FakeNetwork {
     /** Devices whose flow rule operations fail (the device refuses). */
     final Set<DeviceId> refusing = new HashSet<>();
     int flowBatches;
+    /** The listeners the app registered, to deliver ONOS's events to. */
+    final List<org.onosproject.net.device.DeviceListener> deviceListeners = new ArrayList<>();
+    final List<org.onosproject.net.link.LinkListener> linkListeners = new ArrayList<>();
+    final List<org.onosproject.net.host.HostListener> hostListeners = new ArrayList<>();
 
     final DeviceServiceAdapter deviceService = new DeviceServiceAdapter() {
         @Override
@@ -81,6 +85,16 @@ final class FakeNetwork {
         }
 
         @Override
+        public void addListener(org.onosproject.net.device.DeviceListener l) {
+            deviceListeners.add(l);
+        }
+
+        @Override
+        public void removeListener(org.onosproject.net.device.DeviceListener l) {
+            deviceListeners.remove(l);
+        }
+
+        @Override
         public Port getPort(DeviceId id, PortNumber n) {
             Device d = devices.get(id);
             ConnectPoint cp = new ConnectPoint(id, n);
@@ -95,6 +109,16 @@ final class FakeNetwork {
         }
 
         @Override
+        public void addListener(org.onosproject.net.link.LinkListener l) {
+            linkListeners.add(l);
+        }
+
+        @Override
+        public void removeListener(org.onosproject.net.link.LinkListener l) {
+            linkListeners.remove(l);
+        }
+
+        @Override
         public Link getLink(ConnectPoint src, ConnectPoint dst) {
             return links.stream().filter(l -> l.src().equals(src) && l.dst().equals(dst)).findFirst()
                     .orElse(null);
@@ -105,6 +129,16 @@ final class FakeNetwork {
         @Override
         public Iterable<Host> getHosts() {
             return hosts;
+        }
+
+        @Override
+        public void addListener(org.onosproject.net.host.HostListener l) {
+            hostListeners.add(l);
+        }
+
+        @Override
+        public void removeListener(org.onosproject.net.host.HostListener l) {
+            hostListeners.remove(l);
         }
     };
 
@@ -209,6 +243,15 @@ final class FakeNetwork {
     /** ONOS marks a link's port down (e.g. the port status of a cut cable). */
     void portDown(String device, long port) {
         portEnabled.put(new ConnectPoint(deviceId(device), PortNumber.portNumber(port)), false);
+    }
+
+    /** ONOS's PORT_UPDATED event for a port, to every device listener. */
+    void firePortUpdated(String device, long port) {
+        Device d = devices.get(deviceId(device));
+        org.onosproject.net.device.DeviceEvent e = new org.onosproject.net.device.DeviceEvent(
+                org.onosproject.net.device.DeviceEvent.Type.PORT_UPDATED, d,
+                deviceService.getPort(d.id(), PortNumber.portNumber(port)));
+        new ArrayList<>(deviceListeners).forEach(l -> l.event(e));
     }
 
     void portUp(String device, long port) {

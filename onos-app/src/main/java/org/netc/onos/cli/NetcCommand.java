@@ -18,9 +18,14 @@ abstract class NetcCommand extends AbstractShellCommand {
         JsonNode run(NetcService s) throws NetcException;
     }
 
+    /** The app's service (ONOS's service directory; a test gives its own). */
+    protected NetcService service() {
+        return get(NetcService.class);
+    }
+
     protected void answer(Call call, Function<JsonNode, String> text) {
         try {
-            JsonNode a = call.run(get(NetcService.class));
+            JsonNode a = call.run(service());
             print("%s", outputJson() ? a.toPrettyString() : text.apply(a));
         } catch (NetcException e) {
             error("%s", outputJson() ? e.toJson().toPrettyString() : NetcText.error(e));
