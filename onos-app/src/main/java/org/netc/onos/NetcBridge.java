@@ -30,7 +30,6 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.util.ArrayList;
-import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -132,9 +131,11 @@ public final class NetcBridge implements NetcService {
         List<String> written = new ArrayList<>();
         List<DeviceChange> changes = new ArrayList<>();
         ArrayNode notProgrammed = MAPPER.createArrayNode();
-        Iterator<Map.Entry<String, JsonNode>> it = plan.path("devices").fields();
-        while (it.hasNext()) {
-            Map.Entry<String, JsonNode> d = it.next();
+        // PLAN-1's order for switches: every switch is in one phase (VM moves order
+        // only hosts), by name (verify/src/plan/migration.rs)
+        TreeMap<String, JsonNode> devices = new TreeMap<>();
+        plan.path("devices").fields().forEachRemaining(d -> devices.put(d.getKey(), d.getValue()));
+        for (Map.Entry<String, JsonNode> d : devices.entrySet()) {
             DeviceId id = ids.get(d.getKey());
             DeviceChange change = decode(d.getKey(), d.getValue().path("entries"));
             if (change.isEmpty()) {
