@@ -14,8 +14,11 @@
 //! Groups: a member is an INDIRECT group of one bucket whose treatment is
 //! the member's PiAction (group id = member id); a multicast group an ALL
 //! group with one output bucket per replica (group id = the multicast group
-//! id). ONOS's group service reports failures as events, not to the caller;
-//! they are not awaited here (see onos-app/README.md, what was not tested).
+//! id). ONOS's group service answers with events: the writer waits for each
+//! group's GROUP_ADDED/GROUP_UPDATED, and a *_FAILED refuses the device like
+//! a flow rule error. A group ONOS already holds under the key (a modified
+//! member) gets the new buckets. Removals are not awaited: nothing refers to
+//! a removed group any more.
 package org.netc.onos;
 
 import org.onosproject.core.ApplicationId;
@@ -35,7 +38,9 @@ import org.onosproject.net.group.DefaultGroupKey;
 import org.onosproject.net.group.GroupBucket;
 import org.onosproject.net.group.GroupBuckets;
 import org.onosproject.net.group.GroupDescription;
+import org.onosproject.net.group.Group;
 import org.onosproject.net.group.GroupKey;
+import org.onosproject.net.group.GroupListener;
 import org.onosproject.net.group.GroupService;
 import org.onosproject.net.pi.runtime.PiActionProfileMember;
 import org.onosproject.net.pi.runtime.PiFieldMatch;
@@ -46,6 +51,8 @@ import org.onosproject.net.pi.runtime.PiTableEntry;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -115,14 +122,88 @@ public final class OnosDeviceWriter implements DeviceWriter {
                 mcastKey(g), (int) g.groupId(), appId);
     }
 
+    /**
+     * Adds the groups (a group whose key ONOS already holds gets the new
+     * buckets: a modified member or multicast group) and waits for ONOS's
+     * outcome events: GROUP_ADDED/GROUP_UPDATED, or a *_FAILED that makes
+     * the device refused.
+     */
+    private void writeGroups(DeviceId device, List<GroupDescription> wanted) throws DeviceFailedException {
+        if (wanted.isEmpty()) {
+            return;
+        }
+        Map<GroupKey, CompletableFuture<Boolean>> pending = new ConcurrentHashMap<>();
+        wanted.forEach(g -> pending.put(g.appCookie(), new CompletableFuture<>()));
+        GroupListener listener = e -> {
+            CompletableFuture<Boolean> f = e.subject().deviceId().equals(device)
+                    ? pending.get(e.subject().appCookie()) : null;
+            if (f == null) {
+                return;
+            }
+            switch (e.type()) {
+                case GROUP_ADDED:
+                case GROUP_UPDATED:
+                    f.complete(true);
+                    break;
+                case GROUP_ADD_FAILED:
+                case GROUP_UPDATE_FAILED:
+                    f.complete(false);
+                    break;
+                default:
+                    break;
+            }
+        };
+        groups.addListener(listener);
+        try {
+            for (GroupDescription g : wanted) {
+                Group held = groups.getGroup(device, g.appCookie());
+                if (held == null) {
+                    groups.addGroup(g);
+                } else if (held.state() == Group.GroupState.ADDED && held.buckets().equals(g.buckets())) {
+                    pending.get(g.appCookie()).complete(true);
+                } else {
+                    groups.setBucketsForGroup(device, g.appCookie(), g.buckets(), g.appCookie(), appId);
+                }
+            }
+            long deadline = System.currentTimeMillis() + timeoutMillis;
+            List<String> refused = new ArrayList<>();
+            for (Map.Entry<GroupKey, CompletableFuture<Boolean>> p : pending.entrySet()) {
+                if (!await(p.getValue(), deadline, device)) {
+                    refused.add(new String(p.getKey().key(), StandardCharsets.UTF_8));
+                }
+            }
+            if (!refused.isEmpty()) {
+                throw new DeviceFailedException(device + " refused groups " + refused);
+            }
+        } finally {
+            groups.removeListener(listener);
+        }
+    }
+
+    private static boolean await(CompletableFuture<Boolean> f, long deadline, DeviceId device)
+            throws DeviceFailedException {
+        try {
+            return f.get(Math.max(0, deadline - System.currentTimeMillis()), TimeUnit.MILLISECONDS);
+        } catch (TimeoutException e) {
+            throw new DeviceFailedException(device + " did not confirm its groups in time");
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new DeviceFailedException("interrupted while writing " + device);
+        } catch (ExecutionException e) {
+            throw new DeviceFailedException(device + ": " + e.getCause());
+        }
+    }
+
     @Override
     public void write(DeviceId device, DeviceChange change) throws DeviceFailedException {
+        List<GroupDescription> wanted = new ArrayList<>();
         for (PiActionProfileMember m : change.membersAdded) {
-            groups.addGroup(member(device, m));
+            wanted.add(member(device, m));
         }
         for (PiMulticastGroupEntry g : change.groupsAdded) {
-            groups.addGroup(mcast(device, g));
+            wanted.add(mcast(device, g));
         }
+        writeGroups(device, wanted);
         if (!change.entriesAdded.isEmpty() || !change.entriesRemoved.isEmpty()) {
             FlowRuleOperations.Builder ops = FlowRuleOperations.builder();
             for (PiTableEntry e : change.entriesAdded) {

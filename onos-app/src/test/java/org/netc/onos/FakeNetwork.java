@@ -30,7 +30,14 @@ import org.onosproject.net.flow.FlowRule;
 import org.onosproject.net.flow.FlowRuleOperation;
 import org.onosproject.net.flow.FlowRuleOperations;
 import org.onosproject.net.flow.FlowRuleServiceAdapter;
+import org.onosproject.core.GroupId;
+import org.onosproject.net.group.DefaultGroup;
+import org.onosproject.net.group.DefaultGroupDescription;
+import org.onosproject.net.group.Group;
+import org.onosproject.net.group.GroupBuckets;
 import org.onosproject.net.group.GroupDescription;
+import org.onosproject.net.group.GroupEvent;
+import org.onosproject.net.group.GroupListener;
 import org.onosproject.net.group.GroupKey;
 import org.onosproject.net.group.GroupServiceAdapter;
 import org.onosproject.net.host.HostServiceAdapter;
@@ -166,15 +173,64 @@ final class FakeNetwork {
         }
     };
 
+    final List<GroupListener> groupListeners = new ArrayList<>();
+
+    /** As ONOS's group manager: the outcome comes as an event, a refusing device's as a failure. */
     final GroupServiceAdapter groupService = new GroupServiceAdapter() {
         @Override
         public void addGroup(GroupDescription g) {
-            groups.computeIfAbsent(g.deviceId(), k -> new HashMap<>()).put(g.appCookie(), g);
+            DefaultGroup stored = new DefaultGroup(new GroupId(g.givenGroupId()), g);
+            if (refusing.contains(g.deviceId())) {
+                fire(GroupEvent.Type.GROUP_ADD_FAILED, stored);
+                return;
+            }
+            stored.setState(Group.GroupState.ADDED);
+            groups.computeIfAbsent(g.deviceId(), k -> new HashMap<>()).put(g.appCookie(), stored);
+            fire(GroupEvent.Type.GROUP_ADDED, stored);
+        }
+
+        @Override
+        public Group getGroup(DeviceId d, GroupKey key) {
+            GroupDescription g = groups.getOrDefault(d, Map.of()).get(key);
+            return g == null ? null : (Group) g;
+        }
+
+        @Override
+        public void setBucketsForGroup(DeviceId d, GroupKey key, GroupBuckets buckets, GroupKey newKey,
+                                       ApplicationId app) {
+            GroupDescription old = groups.get(d).get(key);
+            DefaultGroup stored = new DefaultGroup(new GroupId(old.givenGroupId()), new DefaultGroupDescription(
+                    d, old.type(), buckets, newKey, old.givenGroupId(), app));
+            if (refusing.contains(d)) {
+                fire(GroupEvent.Type.GROUP_UPDATE_FAILED, stored);
+                return;
+            }
+            stored.setState(Group.GroupState.ADDED);
+            groups.get(d).remove(key);
+            groups.get(d).put(newKey, stored);
+            fire(GroupEvent.Type.GROUP_UPDATED, stored);
         }
 
         @Override
         public void removeGroup(DeviceId d, GroupKey key, ApplicationId app) {
-            groups.computeIfAbsent(d, k -> new HashMap<>()).remove(key);
+            if (!refusing.contains(d)) {
+                groups.computeIfAbsent(d, k -> new HashMap<>()).remove(key);
+            }
+        }
+
+        @Override
+        public void addListener(GroupListener l) {
+            groupListeners.add(l);
+        }
+
+        @Override
+        public void removeListener(GroupListener l) {
+            groupListeners.remove(l);
+        }
+
+        private void fire(GroupEvent.Type type, Group g) {
+            GroupEvent e = new GroupEvent(type, g);
+            new ArrayList<>(groupListeners).forEach(l -> l.event(e));
         }
     };
 
