@@ -83,10 +83,16 @@ public final class NetcP4Info {
 
     private static P4Info read(String text) throws P4DecodeException {
         P4Info.Builder b = P4Info.newBuilder();
+        // protobuf logs every skipped field as a warning; these are known (above)
+        java.util.logging.Logger jul = java.util.logging.Logger.getLogger(TextFormat.class.getName());
+        java.util.logging.Level level = jul.getLevel();
+        jul.setLevel(java.util.logging.Level.SEVERE);
         try {
             TextFormat.Parser.newBuilder().setAllowUnknownFields(true).build().merge(text, b);
         } catch (TextFormat.ParseException e) {
             throw new P4DecodeException("P4Info: " + e.getMessage(), e);
+        } finally {
+            jul.setLevel(level);
         }
         return b.build();
     }
