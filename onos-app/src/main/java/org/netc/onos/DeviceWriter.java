@@ -17,4 +17,10 @@ public interface DeviceWriter {
 
     /** Writes `change` to `device` and returns when the device has taken it. */
     void write(DeviceId device, DeviceChange change) throws DeviceFailedException;
+
+    /**
+     * Drops everything the app wrote to a device that is down (it cannot
+     * take a change now); when it is back, it gets its whole state again.
+     */
+    void forget(DeviceId device);
 }

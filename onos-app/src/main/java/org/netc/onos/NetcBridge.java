@@ -131,6 +131,7 @@ public final class NetcBridge implements NetcService {
         List<String> written = new ArrayList<>();
         List<DeviceChange> changes = new ArrayList<>();
         ArrayNode notProgrammed = MAPPER.createArrayNode();
+        ArrayNode down = MAPPER.createArrayNode();
         // PLAN-1's order for switches: every switch is in one phase (VM moves order
         // only hosts), by name (verify/src/plan/migration.rs)
         TreeMap<String, JsonNode> devices = new TreeMap<>();
@@ -146,6 +147,12 @@ public final class NetcBridge implements NetcService {
             }
             if (id == null) {
                 notProgrammed.add(d.getKey());
+                continue;
+            }
+            if (topology.isDown(id)) {
+                // a switch that is down is out of the facts: its entries are all removed
+                writer.forget(id);
+                down.add(d.getKey());
                 continue;
             }
             try {
@@ -187,6 +194,7 @@ public final class NetcBridge implements NetcService {
         ArrayNode w = app.putArray("programmed");
         written.forEach(w::add);
         app.set("not_programmed", notProgrammed);
+        app.set("down", down);
         return out;
     }
 
@@ -263,6 +271,10 @@ public final class NetcBridge implements NetcService {
                     continue;
                 }
                 if (id == null || change.isEmpty()) {
+                    continue;
+                }
+                if (topology.isDown(id)) {
+                    writer.forget(id);
                     continue;
                 }
                 try {

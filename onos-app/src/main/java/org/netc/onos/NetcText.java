@@ -32,6 +32,10 @@ public final class NetcText {
         JsonNode onos = a.path("onos");
         if (onos.has("programmed")) {
             s.append("written through ONOS: ").append(join(onos.path("programmed"))).append('\n');
+            if (onos.path("down").size() > 0) {
+                s.append("down in ONOS (out of the facts, its rules dropped): ").append(join(onos.path("down")))
+                        .append('\n');
+            }
             if (onos.path("not_programmed").size() > 0) {
                 s.append("not ONOS's to write: ").append(join(onos.path("not_programmed"))).append('\n');
             }

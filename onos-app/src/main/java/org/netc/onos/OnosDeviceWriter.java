@@ -195,6 +195,12 @@ public final class OnosDeviceWriter implements DeviceWriter {
     }
 
     @Override
+    public void forget(DeviceId device) {
+        flows.purgeFlowRules(device, appId);
+        groups.purgeGroupEntries(device, appId);
+    }
+
+    @Override
     public void write(DeviceId device, DeviceChange change) throws DeviceFailedException {
         List<GroupDescription> wanted = new ArrayList<>();
         for (PiActionProfileMember m : change.membersAdded) {

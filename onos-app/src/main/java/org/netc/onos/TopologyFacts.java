@@ -12,8 +12,12 @@
 //! it (failover is compiled, not hand-coded here). An ONOS host annotated
 //! `netc.name` (a server with netc's OVS bridge) attached to a netc switch is
 //! a `host` fact (its first IPv4 address is the underlay address). A switch
-//! that is down keeps its `switch` fact (hosts still name it) and loses
-//! every link. Guarantees: the text is deterministic (sorted), so an
+//! that is down (ONOS: unavailable) and has no netc host attached is left
+//! out with its links — the fabric routes around it, and netc's verifier
+//! does not walk from a switch that is not there; one with hosts keeps its
+//! `switch` fact (the hosts name it) and loses every link, so its hosts are
+//! unreachable and netc's verifier says so (REACH-1) before anything is
+//! written. Guarantees: the text is deterministic (sorted), so an
 //! unchanged topology gives an identical text and posting it changes nothing.
 package org.netc.onos;
 
@@ -67,6 +71,24 @@ public final class TopologyFacts {
         return out;
     }
 
+    /** ONOS holds the device unavailable: it cannot be written now. */
+    public boolean isDown(DeviceId id) {
+        return !devices.isAvailable(id);
+    }
+
+    /** A switch that is down and that no netc host names: not in the facts at all. */
+    private boolean leftOut(Device d) {
+        if (devices.isAvailable(d.id())) {
+            return false;
+        }
+        for (Host h : hosts.getHosts()) {
+            if (h.annotations().value(NAME) != null && h.location().deviceId().equals(d.id())) {
+                return false;
+            }
+        }
+        return true;
+    }
+
     private static boolean isSwitch(Device d) {
         return d.annotations().value(ROLE) != null && d.annotations().value(LOOPBACK) != null;
     }
@@ -85,7 +107,7 @@ public final class TopologyFacts {
         Map<DeviceId, String> names = switchNames();
         TreeMap<String, String> switches = new TreeMap<>();
         for (Device d : devices.getDevices()) {
-            if (!isSwitch(d)) {
+            if (!isSwitch(d) || leftOut(d)) {
                 continue;
             }
             StringBuilder caps = new StringBuilder();

@@ -151,6 +151,11 @@ final class FakeNetwork {
 
     final FlowRuleServiceAdapter flowService = new FlowRuleServiceAdapter() {
         @Override
+        public void purgeFlowRules(DeviceId d, ApplicationId app) {
+            tables.remove(d);
+        }
+
+        @Override
         public void apply(FlowRuleOperations ops) {
             flowBatches++;
             for (Set<FlowRuleOperation> stage : ops.stages()) {
@@ -216,6 +221,11 @@ final class FakeNetwork {
             if (!refusing.contains(d)) {
                 groups.computeIfAbsent(d, k -> new HashMap<>()).remove(key);
             }
+        }
+
+        @Override
+        public void purgeGroupEntries(DeviceId d, ApplicationId app) {
+            groups.remove(d);
         }
 
         @Override

@@ -191,6 +191,30 @@ public class NetcServeIntegrationTest {
     }
 
     @Test
+    public void aSwitchThatGoesDownIsRoutedAroundAndGetsItsStateBack() throws Exception {
+        Rig rig = new Rig();
+        rig.bridge.topologyChanged();
+        Map<String, SwitchState> all = compiled("agg-up", rig.bridge.intent());
+        assertSameState(all, rig.written(all.keySet()));
+
+        // agg1 becomes unavailable: it leaves the facts, the fabric's routes avoid it
+        rig.net.down.add(FakeNetwork.deviceId("agg1"));
+        JsonNode applied = rig.bridge.topologyChanged();
+        assertEquals("proven", applied.path("verdict").asText());
+        assertEquals("agg1", applied.path("onos").path("down").path(0).asText());
+        Map<String, SwitchState> without = compiled("agg-down", rig.bridge.intent());
+        assertEquals(java.util.Set.of("agg2", "tor1", "tor2"), without.keySet());
+        assertSameState(without, rig.written(without.keySet()));
+        assertTrue("what the app wrote to agg1 is dropped", !rig.net.tables.containsKey(FakeNetwork.deviceId("agg1")));
+        assertNotEquals("tor1 now routes via agg2 only", all.get("tor1"), without.get("tor1"));
+
+        // agg1 is back: it gets its whole state, the rest their routes back
+        rig.net.down.clear();
+        rig.bridge.topologyChanged();
+        assertSameState(all, rig.written(all.keySet()));
+    }
+
+    @Test
     public void aSwitchThatRefusesLeavesTheGenerationUncommitted() throws Exception {
         Rig rig = new Rig();
         rig.base = baseIntent;

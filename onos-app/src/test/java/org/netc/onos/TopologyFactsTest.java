@@ -83,6 +83,16 @@ public class TopologyFactsTest {
     }
 
     @Test
+    public void aSwitchDownWithoutHostsIsLeftOutWithItsLinks() {
+        FakeNetwork n = FakeNetwork.fromFacts(FACTS);
+        n.down.add(FakeNetwork.deviceId("agg1"));
+        String text = n.topology().text();
+        assertFalse(text, text.contains("\"agg1\""));
+        assertTrue(text, text.contains("link(\"agg2\", 1, \"tor1\", 50, 40000)."));
+        assertTrue(n.topology().isDown(FakeNetwork.deviceId("agg1")));
+    }
+
+    @Test
     public void onlyNetcDevicesAndServersAreFactsAndDefaultsFillTheRest() {
         FakeNetwork n = FakeNetwork.fromFacts(FACTS);
         DeviceId plain = DeviceId.deviceId("of:0000000000000001");
