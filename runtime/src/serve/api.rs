@@ -155,7 +155,7 @@ fn current(shared: &Shared) -> Result<std::sync::MutexGuard<'_, Daemon>, ApiErro
         })
         .collect();
     let outputs = d.store.device_outputs(g.id).map_err(devices::store_error)?;
-    let changed = entries::changes(&d.outputs, &outputs);
+    let changed = entries::changes(&stream_outputs(&d.outputs), &stream_outputs(&outputs));
     let (change, ()) = d
         .warm
         .change(files, |_, _| (true, ()))
@@ -234,11 +234,27 @@ fn row_json(row: &[netc_compiler::value::Value]) -> Json {
     Json::Array(row.iter().map(|v| json!(value_text(v))).collect())
 }
 
+/// The artifacts whose entries ride on the delta stream: P4 switches' only.
+/// The stream keeps its last 100,000 entries in memory, and a host's OVS
+/// flows run to millions of lines at scale, while its consumers (the host
+/// agent) read whole documents; a switch's consumer (the ONOS app) needs
+/// the entries themselves.
+const STREAM_ENTRIES: &str = "p4/";
+
+/// `outputs` restricted to the artifacts whose entries the stream carries.
+fn stream_outputs(outputs: &[DeviceOutput]) -> Vec<DeviceOutput> {
+    outputs
+        .iter()
+        .filter(|o| o.path.starts_with(STREAM_ENTRIES))
+        .cloned()
+        .collect()
+}
+
 /// A device's delta as the stream and the replies carry it: the located
 /// rows that changed and, from `changed` (`rollout::entries` between the
-/// previous and the new generation's artifacts), the artifact entries added
-/// and removed — each `path: entry`, as `netc plan -v` lists them — so a
-/// consumer that programs the device itself (the ONOS app) applies netc's
+/// previous and the new generation's artifacts), the P4 entries added and
+/// removed — each `path: entry`, as `netc plan -v` lists them — so a
+/// consumer that programs the switch itself (the ONOS app) applies netc's
 /// own rendering instead of re-rendering rows.
 pub fn delta_json(
     d: &DeviceDelta,
@@ -259,7 +275,15 @@ pub fn delta_json(
         "removed": rows(&d.removed),
         "entries": changed.get(&d.device).map_or_else(
             || json!({"added": [], "removed": []}),
-            |c| json!({"added": c.added, "removed": c.removed}),
+            |c| {
+                let p4 = |v: &[String]| -> Vec<String> {
+                    v.iter()
+                        .filter(|e| e.starts_with(STREAM_ENTRIES))
+                        .cloned()
+                        .collect()
+                };
+                json!({"added": p4(&c.added), "removed": p4(&c.removed)})
+            },
         ),
     })
 }
