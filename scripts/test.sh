@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 
 step() { printf '\n==> %s\n' "$*"; }
 
-step "Python test dependencies"
+step "Test dependencies (Python, OVS, Maven)"
 command -v ovs-vswitchd >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openvswitch-switch)
 command -v mvn >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq maven default-jdk-headless)
 python3 -m pip install --quiet --disable-pip-version-check -r tests/requirements.txt
