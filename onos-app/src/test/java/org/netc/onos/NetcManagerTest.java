@@ -2,7 +2,7 @@
 //! service it references and a real `netc serve`: activation registers
 //! netc.p4's pipeconf and applies ONOS's topology (after the quiet period),
 //! a PORT_UPDATED event for a port that went down becomes a new generation
-//! with the link gone, the netc:* commands print netc's answers through the
+//! with the link gone, netc:plan/status/verify print netc's answers through the
 //! component, and deactivation stops the poller and unregisters.
 package org.netc.onos;
 
@@ -11,6 +11,7 @@ import org.junit.Before;
 import org.junit.Test;
 import org.netc.onos.cli.NetcPlanCommand;
 import org.netc.onos.cli.NetcStatusCommand;
+import org.netc.onos.cli.NetcVerifyCommand;
 import org.onlab.osgi.ComponentContextAdapter;
 import org.onosproject.TestApplicationId;
 import org.onosproject.cfg.ComponentConfigAdapter;
@@ -173,6 +174,25 @@ public class NetcManagerTest {
         status.run();
         assertTrue(out.toString(), out.toString().contains("written up to generation 2"));
         assertTrue(out.toString(), out.toString().contains("tor1") && out.toString().contains("device:tor1"));
+
+        out.setLength(0);
+        var verify = new NetcVerifyCommand() {
+            @Override
+            protected NetcService service() {
+                return manager;
+            }
+
+            @Override
+            public void print(String format, Object... args) {
+                out.append(String.format(format, args));
+            }
+
+            void run() {
+                doExecute();
+            }
+        };
+        verify.run();
+        assertTrue(out.toString(), out.toString().contains("REACH-1") && out.toString().contains("proven"));
 
         manager.deactivate();
         assertTrue("the pipeconf is unregistered", registered.isEmpty());
