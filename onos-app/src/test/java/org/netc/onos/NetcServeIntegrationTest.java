@@ -6,7 +6,8 @@
 //! down (a fact change: the warm engine answers with the deltas only), and
 //! after a change another client applied (programmed from the delta
 //! stream). A switch that refuses its change leaves netc's generation
-//! uncommitted and every switch as it was.
+//! uncommitted and every switch as it was; one that refuses a streamed
+//! change (committed by another client) is reported, as committed in netc.
 package org.netc.onos;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -212,6 +213,28 @@ public class NetcServeIntegrationTest {
         rig.net.down.clear();
         rig.bridge.topologyChanged();
         assertSameState(all, rig.written(all.keySet()));
+    }
+
+    @Test
+    public void aStreamedChangeASwitchRefusesIsReportedAsCommittedInNetc() throws Exception {
+        Rig rig = new Rig();
+        rig.bridge.topologyChanged();
+        rig.bridge.pollOnce(0);
+        long gen = rig.client.status().path("generation").asLong();
+        List<NetcClient.IntentFile> more = new ArrayList<>();
+        for (NetcClient.IntentFile f : rig.bridge.intent()) {
+            more.add(new NetcClient.IntentFile(f.name, f.text + (f.name.equals("intent.ndl")
+                    ? "vip(\"acme\", 203.0.113.12, 6, 443, \"public\").\n"
+                            + "dip_pool(203.0.113.12, 6, 443, \"acme\", \"web1\", 8443, 1).\n" : "")));
+        }
+        rig.net.devices.keySet().forEach(rig.net.refusing::add);
+        rig.client.apply(more, gen, true, false, "another client");
+        assertEquals(0, rig.bridge.pollOnce(5));
+        JsonNode failure = rig.bridge.status().path("onos").path("last_failure").path("error");
+        assertEquals("device_failed", failure.path("code").asText());
+        assertEquals(gen + 1, failure.path("detail").path("generation").asLong());
+        assertTrue(failure.path("hint").asText().contains("committed"));
+        assertEquals("the stream moved on", gen + 1, rig.bridge.programmedGeneration());
     }
 
     @Test
