@@ -7,8 +7,9 @@ cd "$(dirname "$0")/.."
 
 step() { printf '\n==> %s\n' "$*"; }
 
-step "Python test dependencies"
+step "Test dependencies (Python, OVS, Maven)"
 command -v ovs-vswitchd >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openvswitch-switch)
+command -v mvn >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq maven default-jdk-headless)
 python3 -m pip install --quiet --disable-pip-version-check -r tests/requirements.txt
 
 step "Format and lint"
@@ -22,8 +23,14 @@ cargo build --release --workspace --quiet
 step "Rust tests"
 cargo test --release --workspace
 
-step "Python tests (pytest)"
 export NETC_BIN="$PWD/target/release/netc"
+
+step "ONOS app (onos-app/: JUnit against ONOS 2.7's adapters and this build's netc serve)"
+mvn -B -q -f onos-app/pom.xml verify
+cat onos-app/target/surefire-reports/*.txt | awk '/^Tests run:/ { gsub(",", ""); n += $3; f += $5 + $7 }
+  END { printf "onos-app (JUnit): %d passed, %d failed\n", n - f, f }'
+
+step "Python tests (pytest)"
 set +e
 python3 -m pytest -q tests
 rc=$?

@@ -241,6 +241,11 @@ def test_warm_change_deltas_match_from_scratch_and_do_not_recompile(daemon, netc
         removed = {(a["relation"], tuple(a["row"])) for a in e["removed"]}
         assert added == after.get(dev, set()) - before.get(dev, set())
         assert removed == before.get(dev, set()) - after.get(dev, set())
+        # and carries netc's own rendering of a switch's change (what `plan -v`
+        # lists), so a consumer programming the switch needs no renderer of its own
+        listed = reply["devices"].get(dev, {}).get("entries", {"added": [], "removed": []})
+        p4 = {k: [x for x in listed[k] if x.startswith("p4/")] for k in ("added", "removed")}
+        assert e["entries"] == p4  # this change touches hosts only: empty (onos-app's tests stream switches)
     status, later = d.call("GET", f"/v1/deltas?since={stream['next']}&wait=0")
     assert status == 200 and later["deltas"] == []
 

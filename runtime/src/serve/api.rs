@@ -18,6 +18,7 @@ use super::log::Log;
 use super::pattern::{self, Pattern};
 use super::warm::{text as value_text, Change, DeviceDelta, IntentText, Warm};
 use crate::commands::staged::changes_json;
+use crate::rollout::entries;
 use crate::store::{DeviceOutput, NewGeneration, Store};
 use netc_verify::report::Waiver;
 use serde_json::{json, Value as Json};
@@ -154,6 +155,7 @@ fn current(shared: &Shared) -> Result<std::sync::MutexGuard<'_, Daemon>, ApiErro
         })
         .collect();
     let outputs = d.store.device_outputs(g.id).map_err(devices::store_error)?;
+    let changed = entries::changes(&stream_outputs(&d.outputs), &stream_outputs(&outputs));
     let (change, ()) = d
         .warm
         .change(files, |_, _| (true, ()))
@@ -161,9 +163,13 @@ fn current(shared: &Shared) -> Result<std::sync::MutexGuard<'_, Daemon>, ApiErro
     let from = d.generation;
     d.generation = g.id;
     d.outputs = outputs;
-    shared
-        .deltas
-        .append(change.devices.iter().map(|x| delta_json(x, g.id)).collect());
+    shared.deltas.append(
+        change
+            .devices
+            .iter()
+            .map(|x| delta_json(x, g.id, &changed))
+            .collect(),
+    );
     shared.log.event(
         "caught_up",
         json!({"from": from, "generation": g.id, "devices_changed": change.devices.len()}),
@@ -228,8 +234,33 @@ fn row_json(row: &[netc_compiler::value::Value]) -> Json {
     Json::Array(row.iter().map(|v| json!(value_text(v))).collect())
 }
 
-/// A device's delta as the stream and the replies carry it.
-pub fn delta_json(d: &DeviceDelta, generation: i64) -> Json {
+/// The artifacts whose entries ride on the delta stream: P4 switches' only.
+/// The stream keeps its last 100,000 entries in memory, and a host's OVS
+/// flows run to millions of lines at scale, while its consumers (the host
+/// agent) read whole documents; a switch's consumer (the ONOS app) needs
+/// the entries themselves.
+const STREAM_ENTRIES: &str = "p4/";
+
+/// `outputs` restricted to the artifacts whose entries the stream carries.
+fn stream_outputs(outputs: &[DeviceOutput]) -> Vec<DeviceOutput> {
+    outputs
+        .iter()
+        .filter(|o| o.path.starts_with(STREAM_ENTRIES))
+        .cloned()
+        .collect()
+}
+
+/// A device's delta as the stream and the replies carry it: the located
+/// rows that changed and, from `changed` (`rollout::entries` between the
+/// previous and the new generation's artifacts), the P4 entries added and
+/// removed — each `path: entry`, as `netc plan -v` lists them — so a
+/// consumer that programs the switch itself (the ONOS app) applies netc's
+/// own rendering instead of re-rendering rows.
+pub fn delta_json(
+    d: &DeviceDelta,
+    generation: i64,
+    changed: &BTreeMap<String, entries::DeviceChange>,
+) -> Json {
     let rows = |v: &[(String, netc_compiler::value::Row)]| -> Json {
         Json::Array(
             v.iter()
@@ -242,6 +273,18 @@ pub fn delta_json(d: &DeviceDelta, generation: i64) -> Json {
         "device": d.device,
         "added": rows(&d.added),
         "removed": rows(&d.removed),
+        "entries": changed.get(&d.device).map_or_else(
+            || json!({"added": [], "removed": []}),
+            |c| {
+                let p4 = |v: &[String]| -> Vec<String> {
+                    v.iter()
+                        .filter(|e| e.starts_with(STREAM_ENTRIES))
+                        .cloned()
+                        .collect()
+                };
+                json!({"added": p4(&c.added), "removed": p4(&c.removed)})
+            },
+        ),
     })
 }
 
@@ -526,9 +569,13 @@ fn apply(shared: &Shared, body: &Json) -> Reply {
     let not_pushed = not_pushed(&gen, rolled.is_some());
     *outputs = gen.outputs;
     d.generation = id;
-    shared
-        .deltas
-        .append(change.devices.iter().map(|x| delta_json(x, id)).collect());
+    shared.deltas.append(
+        change
+            .devices
+            .iter()
+            .map(|x| delta_json(x, id, &cand.devices))
+            .collect(),
+    );
     let pushed = rolled.as_ref().map_or(json!([]), Rolled::pushed_json);
     shared.log.event(
         "applied",
