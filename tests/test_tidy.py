@@ -106,12 +106,15 @@ def glob_imports(f: Path) -> list[tuple[int, str]]:
     i = 0
     while i < len(lines):
         line = lines[i]
-        if CFG_TEST.match(line) and i + 1 < len(lines):
-            m = MOD_DECL.match(lines[i + 1])
+        if CFG_TEST.match(line):
+            j = i + 1
+            while j < len(lines) and lines[j].lstrip().startswith("#["):
+                j += 1  # more attributes on the same item
+            m = MOD_DECL.match(lines[j]) if j < len(lines) else None
             if m and m.group(3) == "{":
                 # rustfmt closes a module with `}` at the `mod` line's indentation.
                 close = m.group(1) + "}"
-                i += 2
+                i = j + 1
                 while i < len(lines) and lines[i].rstrip() != close:
                     i += 1
                 i += 1
@@ -144,7 +147,7 @@ def test_glob_import_scan_skips_test_modules_only(tmp_path):
     src = tmp_path / "x.rs"
     src.write_text(
         "//! x\nuse a::{b, c::*};\nfn f() {}\n\n#[cfg(test)]\nmod tests {\n    use super::*;\n    mod inner {\n"
-        "    }\n}\n\npub(crate) use d::\n    *;\n",
+        "    }\n}\n\npub(crate) use d::\n    *;\n#[cfg(test)]\n#[allow(dead_code)]\nmod more {\n    use e::*;\n}\n",
         encoding="utf-8",
     )
     assert [n for n, _ in glob_imports(src)] == [2, 12]
