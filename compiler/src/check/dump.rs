@@ -13,7 +13,7 @@
 //! reach(x, z) :- reach(x, y), link(y, z).  -- x: Host, y: Host, z: Host
 //! ```
 
-use super::ir::*;
+use super::ir::{Atom, Checked, Clause, Expr, Leaf, RelId, Var};
 use super::tyenv::TypeKind;
 use crate::value::Value;
 use std::fmt::Write;

@@ -11,7 +11,7 @@
 //! relation did not resolve bind all their variables, so one mistake does
 //! not cascade into unbound-variable errors.
 
-use super::ir::*;
+use super::ir::{Aggregate, Clause, Expr, Leaf, VarId};
 use super::resolve::{expr_names, lit_names};
 use super::Reporter;
 use crate::ast::{CmpOp, Item, Program};

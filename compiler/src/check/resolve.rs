@@ -13,7 +13,7 @@
 //!   outside an atom argument reported (E0111). Facts are clauses with an
 //!   empty body.
 
-use super::ir::*;
+use super::ir::{Aggregate, Atom, AttrInfo, Clause, Expr, Leaf, RelInfo, Var, VarId};
 use super::tyenv::{Lookup, TypeEnv};
 use super::{did_you_mean, Reporter};
 use crate::ast::{self, DirectiveKind, Item, Literal, Program};

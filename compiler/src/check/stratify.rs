@@ -11,7 +11,7 @@
 //! programs cannot overflow the stack; the order is deterministic (relations
 //! in declaration order, dependencies in rule order).
 
-use super::ir::*;
+use super::ir::{Clause, Expr, Leaf, RelId, RelInfo, StratumInfo};
 use super::Reporter;
 use crate::diagnostics::Diagnostic;
 use crate::source::Span;

@@ -16,7 +16,7 @@
 //!    arguments, negated atoms and comparison operands must be comparable.
 
 use super::infer::{Ty, Typer};
-use super::ir::*;
+use super::ir::{Atom, AttrInfo, Clause, Expr, Fact, Leaf, RelInfo, VarId};
 use super::tyenv::{TypeEnv, TypeId};
 use super::Reporter;
 use crate::ast::CmpOp;

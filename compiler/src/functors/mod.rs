@@ -275,7 +275,7 @@ fn table() -> &'static [(&'static str, Vec<Signature>)] {
 
 fn build_table() -> Vec<(&'static str, Vec<Signature>)> {
     use Builtin as B;
-    use Prim::*;
+    use Prim::{Float, Ipv4, Ipv6, Mac, Number, Prefix4, Prefix6, Symbol, Unsigned};
     let p = Ty::P;
     let sig = |builtin: Builtin, params: Vec<Ty>, result: Ty| Signature {
         builtin,

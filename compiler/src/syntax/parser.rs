@@ -12,7 +12,10 @@
 //! which resolves and splices the file.
 
 use super::lexer::{Tok, Token, DIRECTIVES};
-use crate::ast::*;
+use crate::ast::{
+    AggFunc, Atom, Attr, BinOp, CmpOp, Decl, Directive, DirectiveKind, Expr, Ident, Item, Lit,
+    Literal, Rule, TypeDecl, TypeDef, UnOp,
+};
 use crate::diagnostics::Diagnostic;
 use crate::source::Span;
 

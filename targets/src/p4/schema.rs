@@ -72,7 +72,7 @@ const fn f(id: u32, name: &'static str, bits: u32, kind: MatchKind) -> FieldSpec
 const fn p(id: u32, name: &'static str, bits: u32) -> ParamSpec {
     ParamSpec { id, name, bits }
 }
-use MatchKind::*;
+use MatchKind::{Exact, Lpm, Range, Ternary};
 
 pub const DROP: ActionSpec = ActionSpec {
     id: 0x0100_0001,

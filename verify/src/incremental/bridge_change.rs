@@ -5,7 +5,12 @@
 //! for every table lookup (table and field values) an added or removed flow
 //! can match, and for every table whose kept flows changed order.
 
-use super::*;
+use super::Moves;
+use crate::artifacts::{FlowText, GroupText};
+use crate::bridge::Val;
+use crate::ofctl::Constraint;
+use crate::space::Field;
+use std::collections::{BTreeMap, BTreeSet};
 
 impl BridgeChange {
     /// Whether table `t`, reached with these field values, behaves as

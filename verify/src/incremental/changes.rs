@@ -7,7 +7,16 @@
 //! backend whose policy differs, reading only what the two generations do
 //! not share (a shared record or map is equal without being read).
 
-use super::*;
+use super::BridgeChange;
+use crate::bridge::{End, Hop, Outcome, Val};
+use crate::network::Footprint;
+use crate::ofctl::Constraint;
+use crate::policy::{shared_eq, Acl, Policy, Vm};
+use crate::space::{Field, Space};
+use biodivine_lib_bdd::Bdd;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::ops::Bound::{Excluded, Included, Unbounded};
+use std::sync::Arc;
 
 /// What changed between two generations, as the footprints name it.
 #[derive(Default)]
@@ -346,6 +355,7 @@ pub(super) fn differing<K: Ord, V, R>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::incremental::pairing::common_ends;
     use proptest::prelude::*;
 
     proptest! {

@@ -56,33 +56,28 @@ mod pairing;
 mod recheck;
 mod renumber;
 
-use bridge_change::*;
+use bridge_change::{bridge_change, flow_key, BridgeChange};
 pub(crate) use bridge_change::{same_flow_text, same_group_text};
-use changes::*;
-use pairing::*;
+use changes::{may_match, name_of, policy_changes, same_vm, Changes};
+use pairing::{common_ends, Quick};
 pub(crate) use pairing::{moves_by, paired, positions, Moves};
-use recheck::*;
-use renumber::*;
+use recheck::by_slot;
+use renumber::{renumber, Renumber};
 
-use crate::artifacts::{Artifacts, FlowText, GroupText};
-use crate::bridge::{disjoint_sets, End, Hop, Outcome, Val};
+use crate::artifacts::Artifacts;
+use crate::bridge::disjoint_sets;
 use crate::checks::{self, PathResults, Shared, VmChecked};
 use crate::dirty::{same, Dirty};
 use crate::kept::Kept;
 use crate::network::{Footprint, Network};
-use crate::ofctl::Constraint;
-use crate::policy::{shared_eq, Acl, Policy, Vm};
+use crate::policy::{shared_eq, Policy};
 use crate::readers::Readers;
 use crate::report::Report;
 use crate::row_moves::RowMoves;
-use crate::space::{Field, Space};
 use crate::table_recheck::{TableChecks, Touched};
 use crate::vm_index::VmIndex;
 use crate::{assemble, Input, Provenance, VerifyError};
-use biodivine_lib_bdd::Bdd;
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use std::ops::Bound::{Excluded, Included, Unbounded};
-use std::sync::Arc;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::time::{Duration, Instant};
 
 /// A verified generation, ready for the next one.

@@ -6,7 +6,7 @@
 //! `new` (as [`paired`] over every item does), hashing only the middles;
 //! [`Moves`] lists only the middle.
 
-use super::*;
+use std::collections::HashMap;
 
 /// The lengths of the longest common prefix of `old` and `new` under
 /// `same`, and of the longest common suffix of what is left after it (the

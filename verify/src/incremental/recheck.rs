@@ -7,7 +7,14 @@
 //! meets a change, whose record or tenant changed, or that are new are
 //! visited (`candidates`, by the readers index).
 
-use super::*;
+use super::{may_match, Changes, Quick, Update, Verifier};
+use crate::bridge::{disjoint_sets, End, Outcome};
+use crate::checks::{self, Shared, VmChecked};
+use crate::kept::Kept;
+use crate::network::Footprint;
+use crate::policy::Policy;
+use biodivine_lib_bdd::Bdd;
+use std::collections::{BTreeSet, HashSet};
 
 impl Verifier {
     /// VM `ni`'s result with the packets of `h` traced again on the new

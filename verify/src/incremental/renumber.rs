@@ -9,7 +9,12 @@
 //! that is gone says so (the VM is traced again). The log is bounded: when
 //! full, every VM it reaches is caught up in one pass.
 
-use super::*;
+use super::Verifier;
+use crate::bridge::{Hop, Outcome};
+use crate::checks::VmChecked;
+use crate::kept::Kept;
+use crate::network::{Footprint, Network};
+use std::collections::HashSet;
 
 /// New handles for the load-balancer rows of a model built again, so a
 /// kept outcome's path names what a fresh trace would.
