@@ -1,6 +1,9 @@
 //! `netc apply INTENT...`: plan → verify → push every device → commit.
 //!
 //! The steps, and what each guarantees:
+//! 0. lock ([`ApplyLock`]): a second apply on the same state directory is
+//!    refused at once (exit 2, naming the running one's pid and start), so
+//!    no apply plans against a generation another is about to replace;
 //! 1. stage ([`super::staged`]): compile, diff against the last generation,
 //!    verify; a violation refuses (exit 1, nothing pushed) unless `--force`,
 //!    which is recorded with the generation;
@@ -26,9 +29,9 @@ use super::Outcome;
 use crate::rollout::entries::DeviceChange;
 use crate::rollout::inventory::{Inventory, Target};
 use crate::rollout::push::Pushed;
-use crate::rollout::{self, Failure};
+use crate::rollout::{self, Failure, ReadBack};
 use crate::store::Verdict;
-use crate::store::{Journal, NewGeneration, Store};
+use crate::store::{ApplyLock, Journal, NewGeneration, Store};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -69,16 +72,22 @@ pub fn run(args: ApplyArgs) -> Outcome {
 
 fn run_inner(args: &ApplyArgs) -> Result<Outcome, Outcome> {
     let dir = staged::state_dir(args.state);
-    // Refuse an untrusted store before compiling; create only when clean.
+    // Refuse an untrusted store before anything else (it is not written);
+    // a bad inventory creates no state directory.
     staged::existing_store(&dir)?;
     let inventory = match args.inventory {
         Some(p) => Some(load_inventory(p)?),
         None => None,
     };
+    // Held until the commit: the plan and its verification are made against
+    // the generation this apply will replace, which no one else changes.
+    // (`Store::open` checks the store again, under the lock.)
+    let _lock = ApplyLock::take(&dir)?;
     let mut store = Store::open(&dir)?;
     let accept = args.waivers.waivers()?;
     let mut s = staged::stage_intent(args.intent, args.rules, Some(&store), &dir, &accept)?;
     staged::check_waivers(&s)?;
+    hold_after_plan();
     let paint = Paint::stdout();
     let refused = match (&s.report, &s.verify_error) {
         (Some(r), _) if r.violated() => {
@@ -114,6 +123,16 @@ fn run_inner(args: &ApplyArgs) -> Result<Outcome, Outcome> {
         args.json,
         &paint,
     )
+}
+
+/// `NETC_APPLY_HOLD_AFTER_PLAN=1` (tests): stop once planned and verified,
+/// holding the apply lock, say so on stderr, and go on after a line on stdin.
+fn hold_after_plan() {
+    if std::env::var_os("NETC_APPLY_HOLD_AFTER_PLAN").is_some() {
+        eprintln!("apply: holding after planning (press Enter to go on)");
+        let mut line = String::new();
+        let _ = std::io::stdin().read_line(&mut line);
+    }
 }
 
 /// Prints a refusal by the verifier (exit 1; nothing was pushed).
@@ -264,6 +283,9 @@ pub struct FailedAt {
     pub not_restored: Vec<String>,
     /// Whether the journal was cleared (every changed device was put back).
     pub cleared: bool,
+    /// What reading the failed device back showed, when its state was
+    /// unknown (a timeout); one line.
+    pub read_back: Option<String>,
 }
 
 impl FailedAt {
@@ -276,7 +298,26 @@ impl FailedAt {
             restored: f.restored.clone(),
             not_restored: f.not_restored.iter().map(|e| e.to_string()).collect(),
             cleared,
+            read_back: f
+                .read_back
+                .as_ref()
+                .map(|r| read_back_text(&f.error.device, r)),
         }
+    }
+}
+
+/// What reading a device back after a timeout showed, in words.
+pub fn read_back_text(device: &str, r: &ReadBack) -> String {
+    match r {
+        ReadBack::Unchanged => format!(
+            "`{device}` was read back after the failure: it holds the previous generation (the transaction did not reach it)"
+        ),
+        ReadBack::PutBack(n) => format!(
+            "`{device}` was read back after the failure: it had committed the new generation's changes anyway ({n} entries), and was put back to the previous generation"
+        ),
+        ReadBack::Unknown => format!(
+            "`{device}` could not be read back after the failure: it may hold the new generation; its state is unknown"
+        ),
     }
 }
 
@@ -292,6 +333,8 @@ pub fn print_failure(f: &FailedAt, json: bool) -> Outcome {
             },
             "restored": f.restored,
             "not_restored": f.not_restored,
+            "read_back": f.read_back,
+            "journal_cleared": f.cleared,
             "committed": false,
         });
         super::output::emit(serde_json::to_string_pretty(&v).unwrap_or_default());
@@ -307,17 +350,20 @@ pub fn print_failure(f: &FailedAt, json: bool) -> Outcome {
             f.restored.join(", ")
         );
     }
+    if let Some(r) = &f.read_back {
+        eprintln!("   = {r}");
+    }
     for e in &f.not_restored {
         eprintln!("   = could NOT be put back: {e}");
     }
-    eprintln!(
-        "   = nothing was committed{}",
-        if f.cleared {
-            ""
-        } else {
-            "; the next apply re-pushes every device"
-        }
-    );
+    if f.cleared {
+        // every device it changed is back, the failed one read back if unsure
+        eprintln!("   = nothing was committed: no generation was recorded and every device holds the previous one");
+    } else {
+        eprintln!(
+            "   = no generation was recorded, but the devices that could not be put back may hold the new one's entries; the journal is kept: the next apply re-pushes every device"
+        );
+    }
     Outcome::ProgramErrors
 }
 

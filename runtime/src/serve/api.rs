@@ -465,6 +465,12 @@ fn apply(shared: &Shared, body: &Json) -> Reply {
     let waivers = waivers_of(body)?;
     let mut guard = current(shared)?;
     let d = &mut *guard;
+    // the daemon's applies are one at a time already (the session lock); this
+    // one also keeps a `netc apply` on the same state directory out
+    let _lock = crate::store::ApplyLock::take(d.store.dir()).map_err(|e| {
+        let hint = e.hint().unwrap_or_default();
+        ApiError::new(409, "apply_running", e.to_string()).hint(hint)
+    })?;
     let files = intent_of(body, shared.intent_dir.as_deref())?.ok_or_else(|| {
         ApiError::new(400, "bad_request", "nothing to apply").hint("send `files` or `paths`")
     })?;

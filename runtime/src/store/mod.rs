@@ -5,8 +5,9 @@
 //! `rusqlite` with SQLite compiled in (no system library needed). Schema and
 //! crash-safety argument: `specs/store.md`.
 //!
-//! Expects: one writer at a time per directory (a second `apply` while one is
-//! running is refused: see [`Store::begin_apply`]). Guarantees:
+//! Expects: one writer at a time per directory: an apply holds
+//! [`ApplyLock`] from before it plans until it has committed, and a second
+//! one is refused at once ([`StoreError::Busy`]). Guarantees:
 //! - a file that is not a netc store is never reused: garbage bytes, a damaged
 //!   page, a foreign SQLite file (its `application_id` is not [`APPLICATION_ID`]
 //!   and it holds tables) or a newer schema ([`SCHEMA_VERSION`]) is a
@@ -29,9 +30,11 @@
 //! [`Store::write_artifact_dir`], which rebuilds a generation's artifact
 //! directory exactly as `netc compile` wrote it (for `netc verify --against`).
 
+mod lock;
 mod schema;
 mod time;
 
+pub use lock::{ApplyLock, LOCK_FILE};
 pub use time::utc_text;
 
 use rusqlite::{params, Connection, OptionalExtension};
@@ -64,7 +67,7 @@ pub enum StoreError {
     NoState { dir: PathBuf },
     #[error("generation {id} is not in the store")]
     NoGeneration { id: i64 },
-    #[error("another apply (pid {pid}, started {started}) is running on `{dir}`")]
+    #[error("another apply is running on `{dir}` (pid {pid} since {started})")]
     Busy {
         dir: PathBuf,
         pid: u32,
@@ -99,7 +102,7 @@ impl StoreError {
             ),
             StoreError::NoGeneration { .. } => Some("`netc history` lists the generations".into()),
             StoreError::Busy { .. } => Some(
-                "wait for it to finish; if that process is gone, its journal is stale and the next apply recovers".into(),
+                "nothing was planned or pushed by this run (exit 2); wait for that apply to finish, then run again".into(),
             ),
             StoreError::Tampered { generation, .. } => Some(format!(
                 "netc does not serve, verify or push content it cannot vouch for: apply the intent again (a new generation) or use another generation than {generation} (`netc history` lists them)"
