@@ -230,3 +230,46 @@ def test_timeout_after_the_bundle_committed_is_read_back_and_put_back(fabric, tm
     # every bridge, h2 included, holds generation 1 again; nothing recorded, no journal
     assert_store_consistent(state)
     assert assert_bridges_hold(fabric, state) == 1
+
+
+def test_no_room_for_the_commit_refuses_before_any_push(fabric, tmp_path):
+    """Under a file size limit too small for the new generation's rows, the
+    apply used to push every device, then die at the commit (SIGXFSZ, or
+    "database or disk is full"), leaving the devices on a generation the
+    store does not have. Room is now reserved before the push: exit 2,
+    nothing pushed, no journal, and the same apply without the limit works."""
+    inv = _inventory(fabric, tmp_path)
+    v = _intents(tmp_path)
+    state = tmp_path / "state"
+    assert netc("apply", "--state", state, "--inventory", inv, v[0]).returncode == 0
+    r = subprocess.run(["prlimit", "--fsize=40000", NETC, "apply", "--state", str(state), "--inventory", str(inv),
+                        str(v[1])], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "cannot hold the new generation" in r.stderr and "nothing was pushed" in r.stderr, r.stderr
+    assert_store_consistent(state)
+    assert assert_bridges_hold(fabric, state) == 1
+    assert not (state / "commit.reserve").exists()
+    r = netc("apply", "--state", state, "--inventory", inv, v[1])
+    assert r.returncode == 0, r.stderr
+    assert assert_bridges_hold(fabric, state) == 2
+
+
+def test_table_full_rejection_keeps_ovs_reason(fabric, tmp_path):
+    """A bridge whose table 30 holds at most 2 flows refuses the bundle: the
+    error names the device, the rejected flow and OVS's reason."""
+    inv = _inventory(fabric, tmp_path)
+    state = tmp_path / "state"
+    intent = tmp_path / "i.ndl"
+    intent.write_text(SMALL)
+    h1 = fabric.hosts["h1"]
+    h1.ofctl("del-flows")
+    h1.vsctl("--", "--id=@ft", "create", "Flow_Table", "flow_limit=2", "overflow_policy=refuse",
+             "--", "set", "Bridge", "br-int", "flow_tables:30=@ft")
+    try:
+        r = netc("apply", "--state", state, "--inventory", inv, intent)
+        assert r.returncode == 1, r.stdout + r.stderr
+        assert "device `h1`" in r.stderr and "TABLE_FULL" in r.stderr, r.stderr
+        assert "rejected flow (cookie" in r.stderr and "table=30" in r.stderr, r.stderr
+    finally:
+        h1.vsctl("clear", "Bridge", "br-int", "flow_tables")
+    assert netc("apply", "--state", state, "--inventory", inv, intent).returncode == 0

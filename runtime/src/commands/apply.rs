@@ -16,7 +16,9 @@
 //!    already changed are put back to the last generation, nothing is
 //!    committed, and the error names the device and the reason (exit 1);
 //! 4. commit ([`Store::commit_generation`]): one transaction, which also
-//!    clears the journal. When nothing changed (same artifacts, same
+//!    clears the journal. Room for it is reserved before step 2
+//!    ([`Reserve`]: a full disk refuses with nothing pushed); a commit that
+//!    fails anyway puts every device back and names any it could not. When nothing changed (same artifacts, same
 //!    routes), no generation is added.
 //!
 //! Devices come from `--inventory FILE`, or, without one, the local lab.
@@ -31,7 +33,7 @@ use crate::rollout::inventory::{Inventory, Target};
 use crate::rollout::push::Pushed;
 use crate::rollout::{self, Failure, ReadBack};
 use crate::store::Verdict;
-use crate::store::{ApplyLock, Journal, NewGeneration, Store};
+use crate::store::{ApplyLock, Journal, NewGeneration, Reserve, Store};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -72,17 +74,27 @@ pub fn run(args: ApplyArgs) -> Outcome {
 
 fn run_inner(args: &ApplyArgs) -> Result<Outcome, Outcome> {
     let dir = staged::state_dir(args.state);
-    // Refuse an untrusted store before anything else (it is not written);
-    // a bad inventory creates no state directory.
-    staged::existing_store(&dir)?;
+    // The lock is held until the commit: the plan and its verification are
+    // made against the generation this apply will replace, which no one
+    // else changes. An existing directory is locked first, so its store is
+    // checked (an untrusted one refused before anything else) only while
+    // no other apply can be creating it; a missing one is created only
+    // once the inventory is known to be good.
+    let early = if dir.exists() {
+        let lock = ApplyLock::take(&dir)?;
+        staged::existing_store(&dir)?;
+        Some(lock)
+    } else {
+        None
+    };
     let inventory = match args.inventory {
         Some(p) => Some(load_inventory(p)?),
         None => None,
     };
-    // Held until the commit: the plan and its verification are made against
-    // the generation this apply will replace, which no one else changes.
-    // (`Store::open` checks the store again, under the lock.)
-    let _lock = ApplyLock::take(&dir)?;
+    let _lock = match early {
+        Some(lock) => lock,
+        None => ApplyLock::take(&dir)?,
+    };
     let mut store = Store::open(&dir)?;
     let accept = args.waivers.waivers()?;
     let mut s = staged::stage_intent(args.intent, args.rules, Some(&store), &dir, &accept)?;
@@ -203,6 +215,9 @@ pub fn push_and_commit(
     s.gen.command = staged::command_line();
     s.gen.note = note;
     s.gen.inventory = inv.to_toml();
+    // room for the commit, before any device is touched: a full disk (or a
+    // file size limit) refuses here, with nothing pushed
+    let reserve = Reserve::take(store.dir(), s.gen.size())?;
     let interrupted = store.begin_apply(&Journal {
         pid: std::process::id(),
         started: now(),
@@ -246,11 +261,15 @@ pub fn push_and_commit(
             && s.base_outputs == s.gen.outputs
             && s.gen.note.is_empty()
     });
+    reserve.release();
     let id = if unchanged {
         store.abort_apply()?;
         None
     } else {
-        Some(store.commit_generation(&s.gen)?)
+        match store.commit_generation(&s.gen) {
+            Ok(id) => Some(id),
+            Err(e) => return Err(commit_failed(store, e, inv, &s, &pushed, json)),
+        }
     };
     let done = Done {
         generation: id,
@@ -265,6 +284,68 @@ pub fn push_and_commit(
     };
     print_done(&done, verbose, json, paint);
     Ok(Outcome::Ok)
+}
+
+/// The commit failed after every device took the new generation (the
+/// disk filled up in between, say): the devices are put back to the
+/// previous generation, and the error says which could not be (they hold
+/// the generation the store does not have) and whether the journal is
+/// cleared. Exit 2.
+fn commit_failed(
+    store: &mut Store,
+    e: crate::store::StoreError,
+    inv: &Inventory,
+    s: &Staged,
+    pushed: &[(Target, Pushed)],
+    json: bool,
+) -> Outcome {
+    let mut restored = Vec::new();
+    let mut not_restored = Vec::new();
+    for (t, _) in pushed.iter().rev() {
+        let back = rollout::carried(&s.base_outputs, t);
+        match rollout::push::push(t, &back, &inv.defaults) {
+            Ok(_) => restored.push(t.device.clone()),
+            Err(err) => not_restored.push(err.to_string()),
+        }
+    }
+    restored.reverse();
+    let cleared = not_restored.is_empty() && store.abort_apply().is_ok();
+    if json {
+        super::output::emit(
+            serde_json::to_string_pretty(&serde_json::json!({
+                "error": {"exit": 2, "message": format!("the store could not commit the new generation: {e}"), "hint": e.hint()},
+                "restored": restored,
+                "not_restored": not_restored,
+                "journal_cleared": cleared,
+                "committed": false,
+            }))
+            .unwrap_or_default(),
+        );
+    }
+    let mut hint = String::new();
+    if !restored.is_empty() {
+        hint += &format!(
+            "put back to the previous generation: {}; ",
+            restored.join(", ")
+        );
+    }
+    for n in &not_restored {
+        hint += &format!(
+            "could NOT be put back (it holds the generation the store does not have): {n}; "
+        );
+    }
+    hint += if cleared {
+        "nothing was committed and every device holds the previous generation"
+    } else {
+        "nothing was committed; the journal is kept (or could not be cleared): the next apply re-pushes every device"
+    };
+    if let Some(h) = e.hint() {
+        hint += &format!("; {h}");
+    }
+    Outcome::InputError(
+        format!("the store could not commit the new generation: {e}"),
+        Some(hint),
+    )
 }
 
 fn now() -> i64 {

@@ -32,16 +32,14 @@ pub struct ApplyLock {
 impl ApplyLock {
     /// Takes the lock of `dir`, or says who holds it.
     pub fn take(dir: &Path) -> Result<ApplyLock, StoreError> {
-        let io = |source| StoreError::Io {
-            dir: dir.to_path_buf(),
-            source,
-        };
+        let path = dir.join(LOCK_FILE);
+        // a read-only or full file system is said so (not "corrupted")
+        let io = |e| super::error::classify_io(dir, &path, e);
         let made = !dir.exists();
         std::fs::create_dir_all(dir).map_err(io)?;
         if made {
             restrict(dir, 0o700);
         }
-        let path = dir.join(LOCK_FILE);
         let mut opts = OpenOptions::new();
         opts.read(true).write(true).create(true).truncate(false);
         #[cfg(unix)]

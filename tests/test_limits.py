@@ -1,0 +1,34 @@
+"""Out of memory is an error message, not SIGABRT.
+
+Under an address-space limit (`prlimit --as`) too small for the intent,
+`netc compile` used to print "memory allocation of N bytes failed" and
+abort (exit 134), leaving its staging directory behind. It now exits 2
+with "out of memory ... needs about N GB" and a hint, and the output
+directory's staging sibling is gone.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+LIMIT = 500_000_000  # bytes of address space: far below what preset M needs
+
+
+def test_out_of_memory_exits_2_with_the_size(netc_bin: str, tmp_path: Path):
+    intent = tmp_path / "m.ndl"
+    subprocess.run([netc_bin, "gen", "--preset", "M", "--out", str(intent)], check=True, capture_output=True)
+    for trial in range(3):
+        out = tmp_path / f"out{trial}"
+        r = subprocess.run(["prlimit", f"--as={LIMIT}", netc_bin, "compile", str(intent), "--out", str(out)],
+                           capture_output=True, text=True, timeout=300, cwd=tmp_path)
+        assert r.returncode == 2, f"exit {r.returncode}: {r.stderr[-2000:]}"
+        assert "error: out of memory" in r.stderr and "needs about" in r.stderr and " GB" in r.stderr, r.stderr
+        assert "hint:" in r.stderr, r.stderr
+        left = sorted(p.name for p in tmp_path.iterdir() if ".tmp-" in p.name)
+        assert left == [], f"staging left behind: {left}"
+        assert not out.exists()
+    # without the limit the same command works
+    r = subprocess.run([netc_bin, "compile", str(intent), "--out", str(tmp_path / "ok")], capture_output=True,
+                       text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
