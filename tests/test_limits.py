@@ -32,3 +32,30 @@ def test_out_of_memory_exits_2_with_the_size(netc_bin: str, tmp_path: Path):
     r = subprocess.run([netc_bin, "compile", str(intent), "--out", str(tmp_path / "ok")], capture_output=True,
                        text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
+
+
+def test_daemon_refuses_a_request_too_large_for_its_memory_and_keeps_serving(netc_bin: str, tmp_path: Path):
+    """`netc serve` under `prlimit --as`: one request with preset M's intent
+    used to end the daemon (SIGABRT). It is now refused before it runs
+    (507 insufficient_memory, naming what it needs), and the daemon still
+    answers, and still takes a small request."""
+    from test_serve import QUICKSTART, Daemon
+
+    intent = tmp_path / "m.ndl"
+    subprocess.run([netc_bin, "gen", "--preset", "M", "--out", str(intent)], check=True, capture_output=True)
+    limited = tmp_path / "netc-limited"
+    limited.write_text(f'#!/bin/sh\nexec prlimit --as=700000000 "{netc_bin}" "$@"\n')
+    limited.chmod(0o755)
+    d = Daemon(str(limited), tmp_path / "state", QUICKSTART)
+    try:
+        code, body = d.call("POST", "/v1/plan", {"files": [{"name": "m.ndl", "text": intent.read_text()}]})
+        assert code == 507, body
+        assert body["error"]["code"] == "insufficient_memory", body
+        assert "needs about" in body["error"]["message"] and "GB" in body["error"]["message"], body
+        assert d.proc.poll() is None, "the daemon ended"
+        code, body = d.call("GET", "/v1/status")
+        assert code == 200, body
+        code, body = d.call("POST", "/v1/plan", {"files": [{"name": "q.ndl", "text": QUICKSTART.read_text()}]})
+        assert code == 200, body
+    finally:
+        d.stop()

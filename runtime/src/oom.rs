@@ -12,15 +12,15 @@
 //! holds) and the failed request's size. The hot path costs one null
 //! check per allocation.
 //!
-//! Not covered: an allocation failure inside `netc serve` ends the daemon
-//! too (cleanly, exit 2, with the message): a request cannot be unwound
-//! from inside the allocator (specs/serve.md says how big a request the
-//! daemon takes).
+//! An allocation failure inside `netc serve` ends the daemon too (exit 2,
+//! with the message): a request cannot be unwound from inside the
+//! allocator, so the daemon refuses, before running it, a request that
+//! would not fit (`crate::serve::budget`).
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Mutex;
 
 /// An allocator that turns a failed allocation into [`out_of_memory`].
@@ -62,7 +62,8 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Guarded<A> {
 /// Output directories being staged, removed if memory runs out (with the
 /// C path made beforehand: removing an empty one allocates nothing).
 static STAGED: Mutex<Vec<(PathBuf, CString)>> = Mutex::new(Vec::new());
-static FAILING: AtomicBool = AtomicBool::new(false);
+/// The thread that is reporting an allocation failure (0: none).
+static FAILING: AtomicI32 = AtomicI32::new(0);
 
 /// Registers a directory being staged (removed on an out-of-memory exit).
 pub fn stage(dir: &Path) {
@@ -84,10 +85,20 @@ pub fn unstage(dir: &Path) {
 
 /// Says how much memory was needed and exits 2.
 fn out_of_memory(size: usize) -> ! {
-    if FAILING.swap(true, Ordering::SeqCst) {
-        // failed again while cleaning up: say nothing more
-        // SAFETY: `_exit` ends the process at once.
-        unsafe { libc::_exit(2) }
+    // SAFETY: gettid has no preconditions.
+    let me = unsafe { libc::gettid() };
+    if let Err(owner) = FAILING.compare_exchange(0, me, Ordering::SeqCst, Ordering::SeqCst) {
+        if owner == me {
+            // failed again while cleaning up: say nothing more
+            // SAFETY: `_exit` ends the process at once.
+            unsafe { libc::_exit(2) }
+        }
+        // another thread ran out too and is saying so and cleaning up;
+        // exiting here would cut that short: wait for its exit
+        loop {
+            // SAFETY: pause has no preconditions.
+            unsafe { libc::pause() };
+        }
     }
     let held = held_bytes();
     let mut buf = Buf::default();
@@ -114,8 +125,21 @@ fn out_of_memory(size: usize) -> ! {
     unsafe { libc::_exit(2) }
 }
 
-/// The process's virtual size (`/proc/self/statm`, first field, in pages).
+/// The process's virtual size (`/proc/self/statm`, first field, in pages):
+/// what an address-space limit counts.
 fn held_bytes() -> u64 {
+    statm_field(0)
+}
+
+/// The process's resident size (`/proc/self/statm`, second field): what it
+/// really uses (the allocator reserves address space it has not touched,
+/// and uses it before asking for more).
+pub fn resident_bytes() -> u64 {
+    statm_field(1)
+}
+
+/// Field `i` of `/proc/self/statm`, in bytes; read without allocating.
+fn statm_field(i: usize) -> u64 {
     let mut raw = [0u8; 128];
     // SAFETY: a NUL-terminated path, a stack buffer of the given length.
     let n = unsafe {
@@ -128,6 +152,9 @@ fn held_bytes() -> u64 {
         n
     };
     let pages = raw[..n.max(0) as usize]
+        .split(|b| *b == b' ')
+        .nth(i)
+        .unwrap_or(&[])
         .iter()
         .take_while(|b| b.is_ascii_digit())
         .fold(0u64, |a, b| a * 10 + u64::from(b - b'0'));

@@ -197,6 +197,7 @@ fn intent_of(
                 _ => return Err(bad("each of `files` needs a `name` and a `text` (strings)")),
             }
         }
+        super::budget::check(&out)?;
         return Ok(Some(out));
     }
     if let Some(paths) = body.get("paths") {
@@ -208,6 +209,7 @@ fn intent_of(
             let p = p.as_str().ok_or_else(|| bad("`paths` must be strings"))?;
             out.push(super::paths::read(intent_dir, p)?);
         }
+        super::budget::check(&out)?;
         return Ok(Some(out));
     }
     Ok(None)
