@@ -59,3 +59,22 @@ def test_daemon_refuses_a_request_too_large_for_its_memory_and_keeps_serving(net
         assert code == 200, body
     finally:
         d.stop()
+
+
+def test_a_megabyte_identifier_is_not_echoed_in_full(netc_bin: str, tmp_path: Path):
+    """A 1 MB identifier used to be echoed whole, several times (megabytes of
+    stderr): diagnostics now show it cut, with its length, at its file:line."""
+    from test_serve import QUICKSTART
+
+    name = "x" * 1_000_000
+    intent = tmp_path / "big.ndl"
+    intent.write_text(QUICKSTART.read_text() + f'\nvm("acme", "{name}", 02:00:00:00:01:09, 10.1.2.29, "h9").\n')
+    r = subprocess.run([netc_bin, "check", "--intent", str(intent)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 1, r.stderr[:2000]
+    assert len(r.stderr) < 20_000, f"{len(r.stderr)} bytes of stderr"
+    assert "(1000002 bytes in all)" in r.stderr and f"{intent}:" in r.stderr, r.stderr[:2000]
+    program = tmp_path / "p.dl"
+    program.write_text(f".decl a(x: number)\n{name}(1).\n")
+    r = subprocess.run([netc_bin, "check", str(program)], capture_output=True, text=True, timeout=300)
+    assert r.returncode != 0 and len(r.stderr) < 20_000, f"{len(r.stderr)} bytes of stderr"
+    assert f"{program}:2:1" in r.stderr and "characters)" in r.stderr and "^" in r.stderr, r.stderr[:2000]
