@@ -45,10 +45,24 @@ impl ApplyLock {
         #[cfg(unix)]
         std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
         let mut file = opts.open(&path).map_err(io)?;
-        match file.try_lock() {
-            Ok(()) => {}
-            Err(TryLockError::WouldBlock) => return Err(busy(dir, &mut file)),
-            Err(TryLockError::Error(e)) => return Err(io(e)),
+        // a holder whose process is gone is a child it spawned that has
+        // not yet closed the inherited descriptor (between its fork and its
+        // exec): the lock is free a moment later, so wait that moment
+        let mut tries = 0;
+        loop {
+            match file.try_lock() {
+                Ok(()) => break,
+                Err(TryLockError::WouldBlock) => {
+                    let e = busy(dir, &mut file);
+                    let gone = matches!(&e, StoreError::Busy { pid, .. } if *pid != 0 && !super::process_alive(*pid));
+                    tries += 1;
+                    if !gone || tries > 40 {
+                        return Err(e);
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+                Err(TryLockError::Error(e)) => return Err(io(e)),
+            }
         }
         let holder = format!("{} {}\n", std::process::id(), time::now());
         file.set_len(0).map_err(io)?;
