@@ -97,7 +97,12 @@ impl Diagnostic {
             Severity::Error => "error",
             Severity::Warning => "warning",
         };
-        let _ = writeln!(out, "{sev}[{}]: {}", self.code, self.message);
+        let _ = writeln!(
+            out,
+            "{sev}[{}]: {}",
+            self.code,
+            clip(&self.message, MAX_MESSAGE)
+        );
         if let Some(span) = self.span {
             render_span(&mut out, sources, span, None);
         }
@@ -109,9 +114,24 @@ impl Diagnostic {
                 let f = sources.file(s.file);
                 f.line_col(s.start as usize).0.to_string().len()
             });
+            let hint = clip(hint, MAX_MESSAGE);
             let _ = writeln!(out, "{:width$} = hint: {hint}", "", width = width);
         }
         out
+    }
+}
+
+/// Characters of a message shown; a longer one (a megabyte identifier
+/// echoed) is cut, with its length.
+const MAX_MESSAGE: usize = 400;
+/// Characters of a source line shown around the span.
+const MAX_LINE: usize = 1000;
+
+/// `s` cut to `max` characters, saying how long it was.
+pub fn clip(s: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => format!("{}… ({} bytes in all)", &s[..i], s.len()).into(),
+        None => s.into(),
     }
 }
 
@@ -119,7 +139,22 @@ fn render_span(out: &mut String, sources: &SourceMap, span: Span, note: Option<&
     let file = sources.file(span.file);
     let (line, col) = file.line_col(span.start as usize);
     let (end_line, end_col) = file.line_col(span.end as usize);
-    let text = file.line_text(line);
+    let full = file.line_text(line);
+    // a long line is shown as a window that starts a little before the span
+    let chars = full.chars().count();
+    let (text, col, end_col) = if chars > MAX_LINE {
+        let skip = col.saturating_sub(41);
+        let shown: String = full.chars().skip(skip).take(MAX_LINE).collect();
+        let lead = if skip > 0 { "…" } else { "" };
+        let text = format!("{lead}{shown}… ({chars} characters)");
+        let shift = skip.saturating_sub(lead.chars().count());
+        let col = col - shift;
+        let end_col = (end_col - shift.min(end_col)).min(MAX_LINE + 2).max(col);
+        (text, col, end_col)
+    } else {
+        (full.to_string(), col, end_col)
+    };
+    let text = text.as_str();
     let width = line.to_string().len();
     let _ = writeln!(
         out,
@@ -136,7 +171,8 @@ fn render_span(out: &mut String, sources: &SourceMap, span: Span, note: Option<&
         end_col.saturating_sub(col).max(1)
     } else {
         text.chars().count().saturating_sub(col - 1).max(1)
-    };
+    }
+    .min(MAX_LINE);
     let _ = write!(
         out,
         "{:width$} | {}{}",

@@ -20,6 +20,7 @@
 //! syntax tree or the command line.
 
 pub mod cpu;
+pub mod oom;
 pub mod engine;
 pub mod io;
 pub mod intent;

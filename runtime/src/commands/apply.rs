@@ -1,6 +1,9 @@
 //! `netc apply INTENT...`: plan → verify → push every device → commit.
 //!
 //! The steps, and what each guarantees:
+//! 0. lock ([`ApplyLock`]): a second apply on the same state directory is
+//!    refused at once (exit 2, naming the running one's pid and start), so
+//!    no apply plans against a generation another is about to replace;
 //! 1. stage ([`super::staged`]): compile, diff against the last generation,
 //!    verify; a violation refuses (exit 1, nothing pushed) unless `--force`,
 //!    which is recorded with the generation;
@@ -13,7 +16,9 @@
 //!    already changed are put back to the last generation, nothing is
 //!    committed, and the error names the device and the reason (exit 1);
 //! 4. commit ([`Store::commit_generation`]): one transaction, which also
-//!    clears the journal. When nothing changed (same artifacts, same
+//!    clears the journal. Room for it is reserved before step 2
+//!    ([`Reserve`]: a full disk refuses with nothing pushed); a commit that
+//!    fails anyway puts every device back and names any it could not. When nothing changed (same artifacts, same
 //!    routes), no generation is added.
 //!
 //! Devices come from `--inventory FILE`, or, without one, the local lab.
@@ -26,9 +31,9 @@ use super::Outcome;
 use crate::rollout::entries::DeviceChange;
 use crate::rollout::inventory::{Inventory, Target};
 use crate::rollout::push::Pushed;
-use crate::rollout::{self, Failure};
+use crate::rollout::{self, Failure, ReadBack};
 use crate::store::Verdict;
-use crate::store::{Journal, NewGeneration, Store};
+use crate::store::{ApplyLock, Journal, NewGeneration, Reserve, Store};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -71,16 +76,32 @@ pub fn run(args: ApplyArgs) -> Outcome {
 
 fn run_inner(args: &ApplyArgs) -> Result<Outcome, Outcome> {
     let dir = staged::state_dir(args.state);
-    // Refuse an untrusted store before compiling; create only when clean.
-    staged::existing_store(&dir)?;
+    // The lock is held until the commit: the plan and its verification are
+    // made against the generation this apply will replace, which no one
+    // else changes. An existing directory is locked first, so its store is
+    // checked (an untrusted one refused before anything else) only while
+    // no other apply can be creating it; a missing one is created only
+    // once the inventory is known to be good.
+    let early = if dir.exists() {
+        let lock = ApplyLock::take(&dir)?;
+        staged::existing_store(&dir)?;
+        Some(lock)
+    } else {
+        None
+    };
     let inventory = match args.inventory {
         Some(p) => Some(load_inventory(p)?),
         None => None,
+    };
+    let _lock = match early {
+        Some(lock) => lock,
+        None => ApplyLock::take(&dir)?,
     };
     let mut store = Store::open(&dir)?;
     let accept = args.waivers.waivers()?;
     let mut s = staged::stage_intent(args.intent, args.rules, Some(&store), &dir, &accept)?;
     staged::check_waivers(&s)?;
+    hold_after_plan();
     let paint = Paint::stdout();
     if s.staged.is_some() && !args.force {
         let inventory = match inventory {
@@ -129,6 +150,16 @@ fn run_inner(args: &ApplyArgs) -> Result<Outcome, Outcome> {
         args.json,
         &paint,
     )
+}
+
+/// `NETC_APPLY_HOLD_AFTER_PLAN=1` (tests): stop once planned and verified,
+/// holding the apply lock, say so on stderr, and go on after a line on stdin.
+fn hold_after_plan() {
+    if std::env::var_os("NETC_APPLY_HOLD_AFTER_PLAN").is_some() {
+        eprintln!("apply: holding after planning (press Enter to go on)");
+        let mut line = String::new();
+        let _ = std::io::stdin().read_line(&mut line);
+    }
 }
 
 /// Prints a refusal by the verifier (exit 1; nothing was pushed).
@@ -314,6 +345,9 @@ fn push_and_commit_with(
     s.gen.command = staged::command_line();
     s.gen.note = note;
     s.gen.inventory = inv.to_toml();
+    // room for the commit, before any device is touched: a full disk (or a
+    // file size limit) refuses here, with nothing pushed
+    let reserve = Reserve::take(store.dir(), s.gen.size())?;
     let interrupted = store.begin_apply(&Journal {
         pid: std::process::id(),
         started: now(),
@@ -365,11 +399,15 @@ fn push_and_commit_with(
             && s.base_outputs == s.gen.outputs
             && s.gen.note.is_empty()
     });
+    reserve.release();
     let id = if unchanged {
         store.abort_apply()?;
         None
     } else {
-        Some(store.commit_generation(&s.gen)?)
+        match store.commit_generation(&s.gen) {
+            Ok(id) => Some(id),
+            Err(e) => return Err(commit_failed(store, e, inv, &s, &pushed, json)),
+        }
     };
     let done = Done {
         generation: id,
@@ -384,6 +422,68 @@ fn push_and_commit_with(
     };
     report(&done);
     Ok(Outcome::Ok)
+}
+
+/// The commit failed after every device took the new generation (the
+/// disk filled up in between, say): the devices are put back to the
+/// previous generation, and the error says which could not be (they hold
+/// the generation the store does not have) and whether the journal is
+/// cleared. Exit 2.
+fn commit_failed(
+    store: &mut Store,
+    e: crate::store::StoreError,
+    inv: &Inventory,
+    s: &Staged,
+    pushed: &[(Target, Pushed)],
+    json: bool,
+) -> Outcome {
+    let mut restored = Vec::new();
+    let mut not_restored = Vec::new();
+    for (t, _) in pushed.iter().rev() {
+        let back = rollout::carried(&s.base_outputs, t);
+        match rollout::push::push(t, &back, &inv.defaults) {
+            Ok(_) => restored.push(t.device.clone()),
+            Err(err) => not_restored.push(err.to_string()),
+        }
+    }
+    restored.reverse();
+    let cleared = not_restored.is_empty() && store.abort_apply().is_ok();
+    if json {
+        super::output::emit(
+            serde_json::to_string_pretty(&serde_json::json!({
+                "error": {"exit": 2, "message": format!("the store could not commit the new generation: {e}"), "hint": e.hint()},
+                "restored": restored,
+                "not_restored": not_restored,
+                "journal_cleared": cleared,
+                "committed": false,
+            }))
+            .unwrap_or_default(),
+        );
+    }
+    let mut hint = String::new();
+    if !restored.is_empty() {
+        hint += &format!(
+            "put back to the previous generation: {}; ",
+            restored.join(", ")
+        );
+    }
+    for n in &not_restored {
+        hint += &format!(
+            "could NOT be put back (it holds the generation the store does not have): {n}; "
+        );
+    }
+    hint += if cleared {
+        "nothing was committed and every device holds the previous generation"
+    } else {
+        "nothing was committed; the journal is kept (or could not be cleared): the next apply re-pushes every device"
+    };
+    if let Some(h) = e.hint() {
+        hint += &format!("; {h}");
+    }
+    Outcome::InputError(
+        format!("the store could not commit the new generation: {e}"),
+        Some(hint),
+    )
 }
 
 fn now() -> i64 {
@@ -402,6 +502,9 @@ pub struct FailedAt {
     pub not_restored: Vec<String>,
     /// Whether the journal was cleared (every changed device was put back).
     pub cleared: bool,
+    /// What reading the failed device back showed, when its state was
+    /// unknown (a timeout); one line.
+    pub read_back: Option<String>,
 }
 
 impl FailedAt {
@@ -414,7 +517,26 @@ impl FailedAt {
             restored: f.restored.clone(),
             not_restored: f.not_restored.iter().map(|e| e.to_string()).collect(),
             cleared,
+            read_back: f
+                .read_back
+                .as_ref()
+                .map(|r| read_back_text(&f.error.device, r)),
         }
+    }
+}
+
+/// What reading a device back after a timeout showed, in words.
+pub fn read_back_text(device: &str, r: &ReadBack) -> String {
+    match r {
+        ReadBack::Unchanged => format!(
+            "`{device}` was read back after the failure: it holds the previous generation (the transaction did not reach it)"
+        ),
+        ReadBack::PutBack(n) => format!(
+            "`{device}` was read back after the failure: it had committed the new generation's changes anyway ({n} entries), and was put back to the previous generation"
+        ),
+        ReadBack::Unknown => format!(
+            "`{device}` could not be read back after the failure: it may hold the new generation; its state is unknown"
+        ),
     }
 }
 
@@ -430,6 +552,8 @@ pub fn print_failure(f: &FailedAt, json: bool) -> Outcome {
             },
             "restored": f.restored,
             "not_restored": f.not_restored,
+            "read_back": f.read_back,
+            "journal_cleared": f.cleared,
             "committed": false,
         });
         super::output::emit(serde_json::to_string_pretty(&v).unwrap_or_default());
@@ -445,17 +569,20 @@ pub fn print_failure(f: &FailedAt, json: bool) -> Outcome {
             f.restored.join(", ")
         );
     }
+    if let Some(r) = &f.read_back {
+        eprintln!("   = {r}");
+    }
     for e in &f.not_restored {
         eprintln!("   = could NOT be put back: {e}");
     }
-    eprintln!(
-        "   = nothing was committed{}",
-        if f.cleared {
-            ""
-        } else {
-            "; the next apply re-pushes every device"
-        }
-    );
+    if f.cleared {
+        // every device it changed is back, the failed one read back if unsure
+        eprintln!("   = nothing was committed: no generation was recorded and every device holds the previous one");
+    } else {
+        eprintln!(
+            "   = no generation was recorded, but the devices that could not be put back may hold the new one's entries; the journal is kept: the next apply re-pushes every device"
+        );
+    }
     Outcome::ProgramErrors
 }
 

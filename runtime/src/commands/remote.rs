@@ -306,6 +306,7 @@ pub fn apply(
                         .get("journal_cleared")
                         .and_then(Json::as_bool)
                         .unwrap_or(false),
+                    read_back: text(d.get("read_back")),
                 };
                 return Err(apply::print_failure(&f, json));
             }

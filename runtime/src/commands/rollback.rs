@@ -14,7 +14,7 @@ use super::apply;
 use super::staged::{self, Paint};
 use super::Outcome;
 use crate::rollout::inventory::Inventory;
-use crate::store::{NewGeneration, Store};
+use crate::store::{ApplyLock, NewGeneration, Store};
 use std::path::Path;
 
 pub struct RollbackArgs<'a> {
@@ -37,6 +37,11 @@ pub fn run(args: RollbackArgs) -> Outcome {
 
 fn run_inner(args: &RollbackArgs) -> Result<Outcome, Outcome> {
     let dir = staged::state_dir(args.state);
+    // as `netc apply`: held from before staging until the commit
+    if !dir.join(crate::store::DB_FILE).exists() {
+        return Err(crate::store::StoreError::NoState { dir }.into());
+    }
+    let _lock = ApplyLock::take(&dir)?;
     let mut store = Store::open_existing(&dir)?;
     let history = store.history()?;
     let Some(last) = history.last() else {

@@ -10,6 +10,8 @@
 //! evidence for a human; they are not a proof of derivation (`netc repl`'s
 //! `:explain` gives that).
 
+// a value (an identifier of a megabyte, say) is shown cut, with its length
+use netc_compiler::diagnostics::clip;
 use netc_compiler::plan::{Plan, RelId};
 use netc_compiler::source::{SourceMap, Span};
 use netc_compiler::value::{Row, Value};
@@ -34,7 +36,7 @@ impl Finding {
         let fields: Vec<String> = self
             .fields
             .iter()
-            .map(|(n, v)| format!("{n}={}", crate::io::updates::format_value(v)))
+            .map(|(n, v)| format!("{n}={}", clip(&crate::io::updates::format_value(v), 80)))
             .collect();
         let mut out = format!(
             "error[intent]: {}: {}\n",
@@ -43,7 +45,11 @@ impl Finding {
         );
         for span in &self.cited {
             let line = sources.snippet(*span).lines().next().unwrap_or("").trim();
-            out.push_str(&format!("  --> {}  {line}\n", sources.location(*span)));
+            out.push_str(&format!(
+                "  --> {}  {}\n",
+                sources.location(*span),
+                clip(line, 160)
+            ));
         }
         if self.cited.is_empty() {
             out.push_str("  (no single fact to cite: the problem is something missing)\n");

@@ -636,6 +636,8 @@ impl Staging {
         let old = parent.join(format!(".{name}.old-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&tmp);
         std::fs::create_dir_all(&tmp)?;
+        // removed even by an out-of-memory exit, which runs no Drop
+        crate::oom::stage(&tmp);
         Ok(Staging {
             out: out.to_path_buf(),
             tmp,
@@ -654,6 +656,7 @@ impl Staging {
     /// is removed).
     pub fn finish(mut self) -> std::io::Result<()> {
         self.finished = true;
+        crate::oom::unstage(&self.tmp);
         if self.out.exists() {
             std::fs::rename(&self.out, &self.old)?;
         }
@@ -667,6 +670,7 @@ impl Drop for Staging {
     fn drop(&mut self) {
         if !self.finished {
             let _ = std::fs::remove_dir_all(&self.tmp);
+            crate::oom::unstage(&self.tmp);
             // `remove_dir` refuses a directory someone else has written
             // into meanwhile, which is what we want.
             for dir in &self.created {

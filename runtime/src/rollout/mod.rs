@@ -13,9 +13,10 @@
 //!
 //! Expects: the previous generation's artifacts (empty for the first apply).
 //! Guarantees: [`roll_out`] returns `Ok` only when every target holds the
-//! intended artifacts; on `Err`, every target it changed was re-pushed the
-//! previous artifacts (the [`Failure`] lists any that could not be), and the
-//! caller commits nothing.
+//! intended artifacts; on `Err`, every target it changed — and the failed
+//! one when its state is unknown (a timeout), read back first — was
+//! re-pushed the previous artifacts (the [`Failure`] lists any that could
+//! not be, and what the read back showed), and the caller commits nothing.
 
 pub mod candidate;
 pub mod entries;
@@ -55,6 +56,21 @@ pub struct Failure {
     pub restored: Vec<String>,
     /// Devices that were changed and could not be put back.
     pub not_restored: Vec<PushError>,
+    /// When the failed device's state was unknown (a timeout: it may have
+    /// committed the transaction), what reading it back showed.
+    pub read_back: Option<ReadBack>,
+}
+
+/// What the failed device held when read back after a failure that left
+/// its state unknown.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReadBack {
+    /// It held the previous generation: nothing reached it.
+    Unchanged,
+    /// It held (some of) the new generation: N entries were put back.
+    PutBack(usize),
+    /// It could not be read or put back (the error is in `not_restored`).
+    Unknown,
 }
 
 /// Pushes `intended` to every target in order; on the first failure puts
@@ -114,18 +130,37 @@ pub fn roll_out_phased(
                 }
             }
             Err(error) => {
-                // OVS bundles and P4 writes are atomic, so the failed target is
-                // unchanged; an agent directory may hold some new files.
+                // A refused OVS bundle or P4 write changed nothing; an agent
+                // directory may hold some new files; a device whose client
+                // timed out may have committed everything it was sent, so it
+                // is read back and put back like the others (a push is a
+                // reconcile: on an unchanged device it changes nothing).
                 let mut back: Vec<&Target> = done.iter().map(|(t, _)| t).collect();
-                if matches!(t.route, inventory::Route::Agent { .. }) {
+                let agent = matches!(t.route, inventory::Route::Agent { .. });
+                if agent || error.state_unknown {
                     back.push(t);
                 }
                 let mut restored = Vec::new();
                 let mut not_restored = Vec::new();
+                let mut read_back = None;
                 for b in back.into_iter().rev() {
+                    let failed_one = b == t && error.state_unknown;
                     match push::push(b, &carried(previous, b), &inv.defaults) {
-                        Ok(_) => restored.push(b.device.clone()),
-                        Err(e) => not_restored.push(e),
+                        Ok(p) => {
+                            restored.push(b.device.clone());
+                            if failed_one {
+                                read_back = Some(match p.changes {
+                                    0 => ReadBack::Unchanged,
+                                    n => ReadBack::PutBack(n),
+                                });
+                            }
+                        }
+                        Err(e) => {
+                            if failed_one {
+                                read_back = Some(ReadBack::Unknown);
+                            }
+                            not_restored.push(e);
+                        }
                     }
                 }
                 restored.reverse();
@@ -133,6 +168,7 @@ pub fn roll_out_phased(
                     error,
                     restored,
                     not_restored,
+                    read_back,
                 }));
             }
         }

@@ -2,7 +2,9 @@
 //!
 //! Expects: the device's artifacts of one generation (possibly none: the
 //! device is then emptied of netc's state). Guarantees, per route:
-//! - OVS: [`OvsClient::reconcile`] — dump, diff by cookie, ONE atomic bundle;
+//! - OVS: [`OvsClient::reconcile`] — dump, diff by cookie and by what each
+//!   flow does (match, priority, actions; groups by buckets), ONE atomic
+//!   bundle; [`drift`] lists each entry that differs;
 //! - P4: `python3 -m p4client apply --ensure-pipeline` (`targets/p4client`):
 //!   sets netc.p4's forwarding pipeline (P4Info + the inventory's
 //!   `device_config`) when the switch has none, refuses one running another
@@ -19,8 +21,8 @@
 
 use super::inventory::{Defaults, Route, Target};
 use crate::store::DeviceOutput;
-use netc_targets::ovs::client::OvsClient;
-use netc_targets::ovs::delta::Delta;
+use netc_targets::ovs::client::{OvsClient, OvsError};
+use netc_targets::ovs::delta::DriftEntry;
 use netc_targets::ovs::text::BridgeState;
 use netc_targets::process::{run_within, Finished, RunError};
 use std::path::Path;
@@ -38,6 +40,11 @@ pub struct PushError {
     /// The device answered, but runs a program other than netc's (a P4
     /// switch with another P4Info); netc refuses to touch it.
     pub foreign_program: bool,
+    /// What the device holds is not known: the client timed out or died
+    /// after it may have sent the whole transaction (a device can commit a
+    /// bundle whose client it no longer hears). Read it back before saying
+    /// anything about it.
+    pub state_unknown: bool,
 }
 
 /// What a push changed (a count of entries; 0: already in sync).
@@ -60,6 +67,17 @@ fn error(t: &Target, reason: impl Into<String>) -> PushError {
         address: t.route.address(),
         reason: reason.into(),
         foreign_program: false,
+        state_unknown: false,
+    }
+}
+
+/// [`error`] for an OVS failure; a timeout or a failed bundle run leaves
+/// the bridge's state unknown (a rejected mod or an unreachable bridge
+/// does not: the bundle was refused whole, or never sent).
+fn ovs_error(t: &Target, e: &OvsError) -> PushError {
+    PushError {
+        state_unknown: matches!(e, OvsError::Timeout { .. } | OvsError::PushFailed { .. }),
+        ..error(t, ovs_reason(e))
     }
 }
 
@@ -84,7 +102,7 @@ pub fn push(t: &Target, outputs: &[&DeviceOutput], d: &Defaults) -> Result<Pushe
             let state = bridge_state(t, outputs)?;
             let r = ovs_client(t, bridge, d)
                 .reconcile(&state)
-                .map_err(|e| error(t, first_line(&e.to_string())))?;
+                .map_err(|e| ovs_error(t, &e))?;
             Ok(Pushed {
                 changes: r.flows_added
                     + r.flows_deleted
@@ -98,39 +116,88 @@ pub fn push(t: &Target, outputs: &[&DeviceOutput], d: &Defaults) -> Result<Pushe
     }
 }
 
-/// How many entries `t` differs from `outputs` by, without changing it;
-/// `None` where the route has no dry run.
+/// How a device differs from what it should hold.
+#[derive(Clone, Debug, Default)]
+pub struct Drift {
+    /// Entries to change (0: in sync).
+    pub count: usize,
+    /// Each differing entry, where the route can name them (OVS: flows and
+    /// groups by what they do; agent: files); empty for P4.
+    pub entries: Vec<DriftEntry>,
+}
+
+/// How `t` differs from `outputs`, without changing it; `None` where the
+/// route has no dry run.
 pub fn drift(
     t: &Target,
     outputs: &[&DeviceOutput],
     d: &Defaults,
-) -> Result<Option<usize>, PushError> {
+) -> Result<Option<Drift>, PushError> {
     match &t.route {
         Route::Ovs { bridge } => {
             let state = bridge_state(t, outputs)?;
-            let seen = ovs_client(t, bridge, d)
-                .observe()
-                .map_err(|e| error(t, first_line(&e.to_string())))?;
-            Ok(Some(Delta::between(&state, &seen).len()))
+            let (delta, seen) = ovs_client(t, bridge, d)
+                .delta(&state)
+                .map_err(|e| error(t, ovs_reason(&e)))?;
+            Ok(Some(Drift {
+                count: delta.len(),
+                entries: delta.entries(&seen),
+            }))
         }
         Route::P4 { .. } => {
             let stderr = run_p4client(t, outputs, d, "diff")?;
-            Ok(Some(count_before(&stderr, "updates differ")))
+            Ok(Some(Drift {
+                count: count_before(&stderr, "updates differ"),
+                entries: Vec::new(),
+            }))
         }
         Route::Agent { dir } => {
-            let mut n = 0;
+            let mut entries = Vec::new();
             for path in agent_paths(&t.device) {
                 let want = text_of(outputs, &path);
                 let have = std::fs::read_to_string(dir.join(&path)).ok();
-                n += usize::from(want != have.as_deref());
+                if want != have.as_deref() {
+                    entries.push(DriftEntry {
+                        what: "file",
+                        table: None,
+                        matches: path,
+                        expected: want.map(|_| "the generation's file".into()),
+                        found: have.map(|_| "another text".into()),
+                    });
+                }
             }
-            Ok(Some(n))
+            Ok(Some(Drift {
+                count: entries.len(),
+                entries,
+            }))
         }
     }
 }
 
-fn first_line(s: &str) -> String {
-    s.lines().next().unwrap_or("").to_string()
+/// An OVS error in one line, keeping what OVS said: a rejected mod is
+/// named with OVS's reason (a full table says so) and the line, clipped.
+fn ovs_reason(e: &OvsError) -> String {
+    match e {
+        OvsError::Rejected {
+            bridge,
+            what,
+            line,
+            reason,
+            ..
+        } => format!(
+            "bridge `{bridge}` rejected {what}: {reason} (`{}`); the bundle was atomic: the bridge is unchanged",
+            clip(line, 160)
+        ),
+        other => other.to_string().lines().next().unwrap_or("").to_string(),
+    }
+}
+
+/// At most `max` characters of `s`, with the length when cut.
+fn clip(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => format!("{}… ({} bytes)", &s[..i], s.len()),
+        None => s.to_string(),
+    }
 }
 
 fn agent_paths(device: &str) -> [String; 3] {
@@ -233,6 +300,7 @@ fn run_p4client(
     let run = run_within(&mut cmd, Duration::from_secs(d.timeout_secs));
     let foreign_program =
         matches!(&run, Ok(f) if f.status.code() == Some(P4CLIENT_FOREIGN_PROGRAM));
+    let state_unknown = matches!(&run, Err(RunError::Timeout(_) | RunError::Wait(_)));
     let result = match run {
         Ok(f) => client_outcome(f),
         Err(RunError::Spawn(e)) => Err(format!(
@@ -248,6 +316,7 @@ fn run_p4client(
     let _ = std::fs::remove_file(&file);
     result.map_err(|e| PushError {
         foreign_program,
+        state_unknown,
         ..error(t, e)
     })
 }

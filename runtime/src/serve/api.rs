@@ -203,6 +203,7 @@ fn intent_of(
                 _ => return Err(bad("each of `files` needs a `name` and a `text` (strings)")),
             }
         }
+        super::budget::check(&out)?;
         return Ok(Some(out));
     }
     if let Some(paths) = body.get("paths") {
@@ -214,6 +215,7 @@ fn intent_of(
             let p = p.as_str().ok_or_else(|| bad("`paths` must be strings"))?;
             out.push(super::paths::read(intent_dir, p)?);
         }
+        super::budget::check(&out)?;
         return Ok(Some(out));
     }
     Ok(None)
@@ -508,6 +510,12 @@ fn apply(shared: &Shared, body: &Json) -> Reply {
     let waivers = waivers_of(body)?;
     let mut guard = current(shared)?;
     let d = &mut *guard;
+    // the daemon's applies are one at a time already (the session lock); this
+    // one also keeps a `netc apply` on the same state directory out
+    let _lock = crate::store::ApplyLock::take(d.store.dir()).map_err(|e| {
+        let hint = e.hint().unwrap_or_default();
+        ApiError::new(409, "apply_running", e.to_string()).hint(hint)
+    })?;
     let files = intent_of(body, shared.intent_dir.as_deref())?.ok_or_else(|| {
         ApiError::new(400, "bad_request", "nothing to apply").hint("send `files` or `paths`")
     })?;

@@ -136,7 +136,7 @@ fn failed(store: &mut Store, f: &Failure) -> ApiError {
         .hint(if cleared {
             "nothing was committed; the devices changed before it are back at the previous generation"
         } else {
-            "nothing was committed; some devices could NOT be put back — the next apply re-pushes every device"
+            "no generation was recorded, but some devices could NOT be put back and may hold the new one's entries — the next apply re-pushes every device"
         })
         .detail(json!({
             "device": f.error.device,
@@ -145,6 +145,7 @@ fn failed(store: &mut Store, f: &Failure) -> ApiError {
             "reason": f.error.reason,
             "restored": f.restored,
             "not_restored": f.not_restored.iter().map(|e| e.to_string()).collect::<Vec<_>>(),
+            "read_back": f.read_back.as_ref().map(|r| crate::commands::apply::read_back_text(&f.error.device, r)),
             "journal_cleared": cleared,
             "committed": false,
         }))

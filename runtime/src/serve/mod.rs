@@ -34,6 +34,7 @@ pub mod record;
 pub mod devices;
 pub mod log;
 pub mod api;
+pub mod budget;
 pub mod candidate;
 pub mod http;
 pub mod paths;

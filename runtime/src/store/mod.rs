@@ -5,8 +5,9 @@
 //! `rusqlite` with SQLite compiled in (no system library needed). Schema and
 //! crash-safety argument: `specs/store.md`.
 //!
-//! Expects: one writer at a time per directory (a second `apply` while one is
-//! running is refused: see [`Store::begin_apply`]). Guarantees:
+//! Expects: one writer at a time per directory: an apply holds
+//! [`ApplyLock`] from before it plans until it has committed, and a second
+//! one is refused at once ([`StoreError::Busy`]). Guarantees:
 //! - a file that is not a netc store is never reused: garbage bytes, a damaged
 //!   page, a foreign SQLite file (its `application_id` is not [`APPLICATION_ID`]
 //!   and it holds tables) or a newer schema ([`SCHEMA_VERSION`]) is a
@@ -29,9 +30,15 @@
 //! [`Store::write_artifact_dir`], which rebuilds a generation's artifact
 //! directory exactly as `netc compile` wrote it (for `netc verify --against`).
 
+mod error;
+mod lock;
+mod reserve;
 mod schema;
 mod time;
 
+pub use error::StoreError;
+pub use lock::{ApplyLock, LOCK_FILE};
+pub use reserve::Reserve;
 pub use time::utc_text;
 
 use rusqlite::{params, Connection, OptionalExtension};
@@ -45,69 +52,6 @@ pub const SCHEMA_VERSION: i32 = 1;
 pub const DB_FILE: &str = "state.db";
 /// The default state directory, relative to the working directory.
 pub const DEFAULT_DIR: &str = ".netc";
-
-/// Why the store could not be opened, read or written.
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    #[error("state directory `{dir}`: {source}")]
-    Io {
-        dir: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("`{path}` is not a netc state database ({detail}): it is corrupted or belongs to something else")]
-    NotADatabase { path: PathBuf, detail: String },
-    #[error("`{path}` is a SQLite database of another program (application_id {found:#x}, netc's is {APPLICATION_ID:#x})")]
-    Foreign { path: PathBuf, found: i32 },
-    #[error("`{path}` has schema version {found}; this netc reads version {SCHEMA_VERSION}")]
-    NewerSchema { path: PathBuf, found: i32 },
-    #[error("no netc state in `{dir}`")]
-    NoState { dir: PathBuf },
-    #[error("generation {id} is not in the store")]
-    NoGeneration { id: i64 },
-    #[error("another apply (pid {pid}, started {started}) is running on `{dir}`")]
-    Busy {
-        dir: PathBuf,
-        pid: u32,
-        started: String,
-    },
-    #[error("generation {generation}: the stored {what} `{file}` does not match the SHA-256 recorded when it was committed (edited in the database?)")]
-    Tampered {
-        generation: i64,
-        what: &'static str,
-        file: String,
-    },
-    #[error("state database `{path}`: {source}")]
-    Sqlite {
-        path: PathBuf,
-        source: rusqlite::Error,
-    },
-}
-
-impl StoreError {
-    pub fn hint(&self) -> Option<String> {
-        match self {
-            StoreError::NotADatabase { path, .. }
-            | StoreError::Foreign { path, .. } => Some(format!(
-                "netc never reuses a state file it cannot trust; move `{}` away (or pass another --state DIR) and apply again: the next apply re-pushes every device",
-                path.display()
-            )),
-            StoreError::NewerSchema { .. } => {
-                Some("this state was written by a newer netc; use that version (or another --state DIR)".into())
-            }
-            StoreError::NoState { .. } => Some(
-                "run `netc apply INTENT...` first, or pass the --state DIR that apply used".into(),
-            ),
-            StoreError::NoGeneration { .. } => Some("`netc history` lists the generations".into()),
-            StoreError::Busy { .. } => Some(
-                "wait for it to finish; if that process is gone, its journal is stale and the next apply recovers".into(),
-            ),
-            StoreError::Tampered { generation, .. } => Some(format!(
-                "netc does not serve, verify or push content it cannot vouch for: apply the intent again (a new generation) or use another generation than {generation} (`netc history` lists them)"
-            )),
-            StoreError::Io { .. } | StoreError::Sqlite { .. } => None,
-        }
-    }
-}
 
 /// The verifier's verdict on a generation's artifacts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -211,6 +155,39 @@ pub struct NewGeneration {
     pub inventory: String,
 }
 
+impl NewGeneration {
+    /// The bytes its rows hold (texts and names), to reserve room for them.
+    pub fn size(&self) -> u64 {
+        let files: usize = self
+            .files
+            .iter()
+            .map(|f| f.path.len() + f.text.len() + 64)
+            .sum();
+        let facts: usize = self
+            .facts
+            .iter()
+            .map(|f| f.relation.len() + f.row.len() + f.at.len() + 16)
+            .sum();
+        let outputs: usize = self
+            .outputs
+            .iter()
+            .map(|o| o.device.len() + o.path.len() + o.text.len() + 80)
+            .sum();
+        let relations: usize = self
+            .relations
+            .iter()
+            .map(|(n, t)| n.len() + t.len() + 64)
+            .sum();
+        (files
+            + facts
+            + outputs
+            + relations
+            + self.inventory.len()
+            + self.command.len()
+            + self.note.len()) as u64
+    }
+}
+
 /// An apply in progress (or interrupted): written before any device is touched.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Journal {
@@ -274,13 +251,19 @@ impl Store {
     }
 
     /// Opens an existing store; [`StoreError::NoState`] when there is none.
+    /// A store that cannot be written (a read-only file system, no
+    /// permission) is opened read-only: reading commands keep working, and
+    /// any write is refused as [`StoreError::ReadOnly`].
     pub fn open_existing(dir: &Path) -> Result<Store, StoreError> {
         if !dir.join(DB_FILE).exists() {
             return Err(StoreError::NoState {
                 dir: dir.to_path_buf(),
             });
         }
-        Store::open_file(dir)
+        match Store::open_file(dir) {
+            Err(StoreError::ReadOnly { .. }) => Store::open_read_only(dir),
+            other => other,
+        }
     }
 
     fn open_file(dir: &Path) -> Result<Store, StoreError> {
@@ -291,14 +274,68 @@ impl Store {
                 detail: "it is a directory".into(),
             });
         }
+        // a 0-byte file is not a new store: a new one is initialised in the
+        // call that creates it, so this one lost its contents (truncated,
+        // or copied while empty), and starting history again at generation
+        // 1 over it would hide that
+        let existed = path.exists();
+        if existed && std::fs::metadata(&path).is_ok_and(|m| m.len() == 0) {
+            return Err(StoreError::Empty { path });
+        }
         let conn = Connection::open(&path).map_err(|e| not_a_db(&path, e))?;
         let store = Store {
             conn,
             dir: dir.to_path_buf(),
             path,
         };
-        schema::prepare(&store.conn, &store.path)?;
+        if let Err(e) = schema::prepare(&store.conn, &store.path, true) {
+            if !existed {
+                // a store this call created and could not initialise (a full
+                // disk, say) is not left behind as an empty file
+                let Store { conn, path, .. } = store;
+                drop(conn);
+                for suffix in ["", "-wal", "-shm"] {
+                    let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+                }
+            }
+            return Err(e);
+        }
         Ok(store)
+    }
+
+    /// Opens the store for reading only: `mode=ro`, or, where SQLite cannot
+    /// even create its shared-memory file next to it (a read-only
+    /// directory), `immutable=1` — sound there, since no one can write it.
+    fn open_read_only(dir: &Path) -> Result<Store, StoreError> {
+        use rusqlite::OpenFlags as F;
+        let path = dir.join(DB_FILE);
+        let uri = |query: &str| {
+            let p = path.to_string_lossy();
+            let p = p
+                .replace('%', "%25")
+                .replace('?', "%3f")
+                .replace('#', "%23");
+            format!("file:{p}?{query}")
+        };
+        let flags = F::SQLITE_OPEN_READ_ONLY | F::SQLITE_OPEN_URI | F::SQLITE_OPEN_NO_MUTEX;
+        let mut last = None;
+        for query in ["mode=ro", "immutable=1"] {
+            let conn =
+                Connection::open_with_flags(uri(query), flags).map_err(|e| not_a_db(&path, e))?;
+            let store = Store {
+                conn,
+                dir: dir.to_path_buf(),
+                path: path.clone(),
+            };
+            match schema::prepare(&store.conn, &store.path, false) {
+                Ok(()) => return Ok(store),
+                Err(e @ StoreError::ReadOnly { .. }) => last = Some(e),
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last.unwrap_or(StoreError::NoState {
+            dir: dir.to_path_buf(),
+        }))
     }
 
     /// The state directory.
@@ -307,10 +344,10 @@ impl Store {
     }
 
     fn sql(&self, e: rusqlite::Error) -> StoreError {
-        StoreError::Sqlite {
+        error::classify(&self.path, e, |source| StoreError::Sqlite {
             path: self.path.clone(),
-            source: e,
-        }
+            source,
+        })
     }
 
     /// The newest committed generation.
@@ -560,14 +597,8 @@ impl Store {
         let tx = self
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .map_err(|e| StoreError::Sqlite {
-                path: self.path.clone(),
-                source: e,
-            })?;
-        let sql = |e| StoreError::Sqlite {
-            path: self.path.clone(),
-            source: e,
-        };
+            .map_err(|e| sql_error(&self.path, e))?;
+        let sql = |e| sql_error(&self.path, e);
         let old: Option<Journal> = tx
             .query_row(
                 "SELECT pid, started, base, command FROM applying WHERE id = 1",
@@ -613,10 +644,7 @@ impl Store {
     /// Returns the new generation's id.
     pub fn commit_generation(&mut self, g: &NewGeneration) -> Result<i64, StoreError> {
         let path = self.path.clone();
-        let sql = move |e| StoreError::Sqlite {
-            path: path.clone(),
-            source: e,
-        };
+        let sql = move |e| sql_error(&path, e);
         let tx = self
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
@@ -716,10 +744,18 @@ impl Store {
 }
 
 fn not_a_db(path: &Path, e: rusqlite::Error) -> StoreError {
-    StoreError::NotADatabase {
+    error::classify(path, e, |e| StoreError::NotADatabase {
         path: path.to_path_buf(),
         detail: e.to_string(),
-    }
+    })
+}
+
+/// A SQLite error on the store at `path`, classified ([`error::classify`]).
+fn sql_error(path: &Path, e: rusqlite::Error) -> StoreError {
+    error::classify(path, e, |source| StoreError::Sqlite {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 /// Whether a process is alive (Linux: its `/proc` entry exists and it is not a zombie).

@@ -7,8 +7,11 @@
 //! tables have their `sha256` column (a store of an older netc gains it,
 //! NULL in the rows it already holds: netc reads those unchecked, with a
 //! note; an older netc still reads and writes the store); on `Err`, the
-//! file was not written.
+//! file was not written. A file with netc's id that lacks one of its
+//! tables is [`StoreError::Incomplete`], and a file that cannot be written
+//! [`StoreError::ReadOnly`] (opened again read-only by `Store::open_existing`).
 
+use super::error::classify;
 use super::{StoreError, APPLICATION_ID, SCHEMA_VERSION};
 use rusqlite::Connection;
 use std::path::Path;
@@ -55,15 +58,30 @@ CREATE TABLE applying (
 );
 ";
 
-/// Validates (or initialises) the file behind `conn`.
-pub(super) fn prepare(conn: &Connection, path: &Path) -> Result<(), StoreError> {
-    let not_db = |e: rusqlite::Error| StoreError::NotADatabase {
-        path: path.to_path_buf(),
-        detail: e.to_string(),
+/// The tables of [`TABLES`], each of which a netc store has.
+const TABLE_NAMES: [&str; 6] = [
+    "generation",
+    "intent_file",
+    "intent_fact",
+    "device_output",
+    "relation_file",
+    "applying",
+];
+
+/// Validates (or, when `writable`, initialises and upgrades) the file
+/// behind `conn`; a read-only connection is only validated.
+pub(super) fn prepare(conn: &Connection, path: &Path, writable: bool) -> Result<(), StoreError> {
+    let not_db = |e: rusqlite::Error| {
+        classify(path, e, |e| StoreError::NotADatabase {
+            path: path.to_path_buf(),
+            detail: e.to_string(),
+        })
     };
-    let sql = |e: rusqlite::Error| StoreError::Sqlite {
-        path: path.to_path_buf(),
-        source: e,
+    let sql = |e: rusqlite::Error| {
+        classify(path, e, |source| StoreError::Sqlite {
+            path: path.to_path_buf(),
+            source,
+        })
     };
     conn.busy_timeout(std::time::Duration::from_secs(10))
         .map_err(sql)?;
@@ -104,6 +122,24 @@ pub(super) fn prepare(conn: &Connection, path: &Path) -> Result<(), StoreError> 
             detail: format!("quick_check: {}", check.lines().next().unwrap_or("")),
         });
     }
+    if app == APPLICATION_ID {
+        // netc's id but not its tables: damaged or edited; said, and not
+        // written (no WAL switch, no column added)
+        let missing: Vec<&str> = TABLE_NAMES
+            .iter()
+            .copied()
+            .filter(|t| !has_table(conn, t).unwrap_or(false))
+            .collect();
+        if !missing.is_empty() {
+            return Err(StoreError::Incomplete {
+                path: path.to_path_buf(),
+                missing: missing.join(", "),
+            });
+        }
+    }
+    if !writable {
+        return Ok(());
+    }
     let mode: String = conn
         .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
         .map_err(sql)?;
@@ -133,6 +169,15 @@ pub(super) fn prepare(conn: &Connection, path: &Path) -> Result<(), StoreError> 
         }
     }
     Ok(())
+}
+
+fn has_table(conn: &Connection, table: &str) -> rusqlite::Result<bool> {
+    conn.query_row(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1",
+        [table],
+        |r| r.get::<_, i64>(0),
+    )
+    .map(|n| n > 0)
 }
 
 fn has_column(conn: &Connection, table: &str, column: &str) -> rusqlite::Result<bool> {

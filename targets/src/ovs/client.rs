@@ -4,7 +4,8 @@
 //! bridge that speaks OpenFlow 1.5 (`protocols` includes `OpenFlow15`),
 //! named by anything `ovs-ofctl` accepts: a bridge name (system OVS) or
 //! `unix:<rundir>/<bridge>.mgmt`. Guarantees:
-//! - [`OvsClient::reconcile`] dumps the bridge, diffs it by cookie against
+//! - [`OvsClient::reconcile`] dumps the bridge, diffs it by cookie and by
+//!   what each flow does (a flow edited in place keeps its cookie) against
 //!   the intended state ([`super::delta`]) and sends only the difference as
 //!   ONE `ovs-ofctl bundle` transaction (OpenFlow 1.4+ atomic, ordered
 //!   bundle): either every mod applies or none does, so a failed push leaves
@@ -14,9 +15,10 @@
 //!   a deadline and is killed when it passes it.
 
 use super::delta::{BundleLine, Delta};
-use super::dump::{parse_flows, parse_groups, DumpError, Observed};
+use super::dump::{canonical_parsed, parse_flows, parse_groups, DumpError, Observed};
 use super::text::BridgeState;
 use crate::process::{run_within, RunError};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
@@ -165,10 +167,51 @@ impl OvsClient {
         Ok(obs)
     }
 
+    /// The intended flows as OVS spells them, by cookie: `ovs-ofctl
+    /// parse-flows` encodes each line as OpenFlow 1.5 and prints it back
+    /// with the printer `dump-flows` uses ([`super::dump::canonical_parsed`]);
+    /// empty when OVS cannot read one of them (the push then names it).
+    pub fn canonical(&self, intended: &BridgeState) -> Result<BTreeMap<u64, String>, OvsError> {
+        let flows = intended.sorted_flows();
+        if flows.is_empty() {
+            return Ok(BTreeMap::new());
+        }
+        let mut text = String::with_capacity(flows.len() * 160);
+        for f in flows {
+            text.push_str(&f.line());
+            text.push('\n');
+        }
+        let file = self.scratch_file("flows");
+        std::fs::write(&file, text).map_err(|e| OvsError::PushFailed {
+            host: self.host.clone(),
+            bridge: self.bridge.clone(),
+            detail: format!("cannot write {}: {e}", file.display()),
+        })?;
+        let path = file.to_string_lossy().into_owned();
+        let ran = self.run("parse-flows", &["parse-flows", &path]);
+        let _ = std::fs::remove_file(&file);
+        let ran = ran?;
+        if !ran.ok {
+            // a line OVS cannot read: the bundle will be refused naming that
+            // line (`explain`), which says more than parse-flows would; until
+            // then the flows are compared by cookie alone
+            return Ok(BTreeMap::new());
+        }
+        Ok(ran.stdout.lines().filter_map(canonical_parsed).collect())
+    }
+
+    /// What the bridge holds, and the delta to `intended` (by cookie and by
+    /// what each flow does: [`OvsClient::canonical`]).
+    pub fn delta(&self, intended: &BridgeState) -> Result<(Delta, Observed), OvsError> {
+        let seen = self.observe()?;
+        let canonical = self.canonical(intended)?;
+        let delta = Delta::between_canonical(intended, &seen, &canonical);
+        Ok((delta, seen))
+    }
+
     /// Makes the bridge hold exactly `intended`, in one atomic bundle.
     pub fn reconcile(&self, intended: &BridgeState) -> Result<PushReport, OvsError> {
-        let seen = self.observe()?;
-        let delta = Delta::between(intended, &seen);
+        let (delta, seen) = self.delta(intended)?;
         let report = PushReport {
             flows_added: delta.add_flows.len(),
             flows_deleted: delta.del_flows.len(),
@@ -186,12 +229,7 @@ impl OvsClient {
 
     /// Sends `lines` as one atomic bundle.
     pub fn push(&self, lines: &[BundleLine]) -> Result<(), OvsError> {
-        let file = self.scratch.join(format!(
-            "netc-{}-{}-{}.bundle",
-            sanitize(&self.host),
-            std::process::id(),
-            unique()
-        ));
+        let file = self.scratch_file("bundle");
         let mut text = String::with_capacity(lines.len() * 160);
         for l in lines {
             text.push_str(&l.text);
@@ -210,6 +248,15 @@ impl OvsClient {
             return Ok(());
         }
         Err(self.explain(&ran.stderr, lines, &path))
+    }
+
+    fn scratch_file(&self, ext: &str) -> PathBuf {
+        self.scratch.join(format!(
+            "netc-{}-{}-{}.{ext}",
+            sanitize(&self.host),
+            std::process::id(),
+            unique()
+        ))
     }
 
     /// Turns `ovs-ofctl bundle`'s stderr into an error naming the line.

@@ -3,15 +3,22 @@
 //! Expects: the intended [`BridgeState`] (from rows or `.flows`/`.groups`)
 //! and what the bridge holds ([`Observed`]). Guarantees: applying
 //! [`Delta::bundle_lines`] to the observed bridge yields exactly the
-//! intended flows (by cookie) and groups (by marker); nothing already right
-//! is touched. Order inside the bundle (OVS executes bundled mods in order,
+//! intended flows (by cookie, and, given their canonical texts, by what
+//! they do: a flow edited in place keeps its cookie, so its match, priority
+//! and actions are compared too) and groups (by marker and bucket
+//! fingerprint); nothing already right is touched. [`Delta::entries`] lists
+//! each difference (table, match, expected, found) for `netc status -v`. Order inside the bundle (OVS executes bundled mods in order,
 //! all or nothing): new groups, changed groups, flow deletes, flow adds,
 //! group deletes — so no flow ever refers to a missing group, and a flow
 //! whose actions changed (a new cookie) replaces the old one in the same
 //! transaction.
 
-use super::dump::{fingerprint, group_marker_cookie, marker_match, Observed, MARKER_TABLE};
+use super::dump::{
+    canonical_seen, fingerprint, group_marker_cookie, marker_match, Observed, SeenFlow,
+    MARKER_TABLE,
+};
 use super::text::{BridgeState, Flow, Group};
+use std::collections::BTreeMap;
 
 /// One line of a bundle and what it does (for error messages).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -35,9 +42,37 @@ pub struct Delta {
     pub del_groups: Vec<u32>,
 }
 
+/// One entry a bridge holds differently from the intended state.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DriftEntry {
+    /// `flow` or `group`.
+    pub what: &'static str,
+    /// The flow's table (none for a group).
+    pub table: Option<u8>,
+    /// `priority=P,MATCH` of a flow, `group_id=G` of a group.
+    pub matches: String,
+    /// The intended line (none: the bridge holds an entry netc did not put there).
+    pub expected: Option<String>,
+    /// The line as the bridge reported it (none: missing on the bridge).
+    pub found: Option<String>,
+}
+
 impl Delta {
-    /// Computes the difference.
+    /// Computes the difference by cookie alone (see [`Delta::between_canonical`]).
     pub fn between(intended: &BridgeState, seen: &Observed) -> Delta {
+        Delta::between_canonical(intended, seen, &BTreeMap::new())
+    }
+
+    /// Computes the difference; `canonical` holds, by cookie, the intended
+    /// flows in OVS's spelling ([`super::dump::canonical_parsed`]): a
+    /// flow on the bridge with an intended cookie whose text differs from
+    /// it was edited in place, and is replaced. A cookie `canonical` lacks is
+    /// compared by cookie alone.
+    pub fn between_canonical(
+        intended: &BridgeState,
+        seen: &Observed,
+        canonical: &BTreeMap<u64, String>,
+    ) -> Delta {
         let mut d = Delta::default();
         let mut want_flows: Vec<Flow> = intended.sorted_flows().into_iter().cloned().collect();
         // group markers are flows of the intended state too
@@ -56,8 +91,15 @@ impl Delta {
         }
         let want_cookies: std::collections::BTreeSet<u64> =
             want_flows.iter().map(|f| f.cookie).collect();
+        // one flow with the cookie, doing what the intended one does
+        let intact = |cookie: u64, flows: &[SeenFlow]| {
+            flows.len() == 1
+                && canonical
+                    .get(&cookie)
+                    .is_none_or(|want| canonical_seen(&flows[0].text) == *want)
+        };
         for (&cookie, flows) in &seen.flows {
-            let intended_one = want_cookies.contains(&cookie) && flows.len() == 1;
+            let intended_one = want_cookies.contains(&cookie) && intact(cookie, flows);
             if !intended_one {
                 let text = flows.first().map(|f| f.text.clone()).unwrap_or_default();
                 d.del_flows.push((cookie, text));
@@ -69,7 +111,7 @@ impl Delta {
             }
         }
         let present = |c: u64| {
-            seen.flows.get(&c).is_some_and(|v| v.len() == 1)
+            seen.flows.get(&c).is_some_and(|v| intact(c, v))
                 || seen.markers.values().any(|&m| m == c)
         };
         for f in want_flows {
@@ -83,6 +125,76 @@ impl Delta {
             }
         }
         d
+    }
+
+    /// Each difference, flows then groups (group markers, netc's
+    /// bookkeeping, are left out: their group is listed instead).
+    pub fn entries(&self, seen: &Observed) -> Vec<DriftEntry> {
+        let mut out = Vec::new();
+        let added: BTreeMap<u64, &Flow> = self
+            .add_flows
+            .iter()
+            .filter(|f| f.table != MARKER_TABLE)
+            .map(|f| (f.cookie, f))
+            .collect();
+        for (cookie, text) in &self.del_flows {
+            let Some(flows) = seen.flows.get(cookie) else {
+                continue; // a marker
+            };
+            for f in flows {
+                let canon = canonical_seen(&f.text);
+                let matches = canon
+                    .split_once(' ')
+                    .map_or("", |x| x.1)
+                    .split(" actions=")
+                    .next()
+                    .unwrap_or("")
+                    .to_string();
+                out.push(DriftEntry {
+                    what: "flow",
+                    table: Some(f.table),
+                    matches,
+                    expected: added.get(cookie).map(|w| w.line()),
+                    found: Some(if f.text.is_empty() {
+                        text.clone()
+                    } else {
+                        f.text.clone()
+                    }),
+                });
+            }
+        }
+        for (cookie, f) in &added {
+            if seen.flows.contains_key(cookie) {
+                continue; // listed with what the bridge holds
+            }
+            let sep = if f.matches.is_empty() { "" } else { "," };
+            out.push(DriftEntry {
+                what: "flow",
+                table: Some(f.table),
+                matches: format!("priority={}{sep}{}", f.priority, f.matches),
+                expected: Some(f.line()),
+                found: None,
+            });
+        }
+        for g in self.add_groups.iter().chain(&self.mod_groups) {
+            out.push(DriftEntry {
+                what: "group",
+                table: None,
+                matches: format!("group_id={}", g.id),
+                expected: Some(g.line()),
+                found: seen.group_lines.get(&g.id).cloned(),
+            });
+        }
+        for id in &self.del_groups {
+            out.push(DriftEntry {
+                what: "group",
+                table: None,
+                matches: format!("group_id={id}"),
+                expected: None,
+                found: seen.group_lines.get(id).cloned(),
+            });
+        }
+        out
     }
 
     /// True if the bridge already matches.

@@ -4,10 +4,13 @@
 //! `ovs-ofctl -O OpenFlow15 dump-groups` print (OVS 3.x). Guarantees: every
 //! flow line yields its cookie, table and priority (a flow without a
 //! `cookie=` has cookie 0); every group line its id; the group *markers*
-//! (see [`MARKER_TABLE`]) are returned separately, by group id. Flow and
-//! group texts are not compared here — OVS rewrites them (`mod_dl_dst` →
-//! `set_field:…->eth_dst`, decimals → hex) — the cookie and the marker say
-//! which version is installed.
+//! (see [`MARKER_TABLE`]) are returned separately, by group id. OVS
+//! rewrites flow texts (`mod_dl_dst` → `set_field:…->eth_dst`, decimals →
+//! hex, `ip,nw_proto=6` → `tcp`), so a dumped flow is compared with an
+//! intended one in OVS's own spelling: [`canonical_seen`] of the dump line
+//! against [`canonical_parsed`] of what `ovs-ofctl parse-flows` prints for
+//! the intended line (the same printer, after the same OpenFlow 1.5
+//! encoding) — equal texts, same match, priority and actions.
 
 use super::text::{flow_cookie, parse_u64, Group};
 use std::collections::{BTreeMap, BTreeSet};
@@ -59,6 +62,8 @@ pub struct Observed {
     pub groups: BTreeSet<u32>,
     /// Installed groups' content fingerprints ([`fingerprint`]), by id.
     pub group_prints: BTreeMap<u32, String>,
+    /// Installed groups' lines as OVS printed them (for messages), by id.
+    pub group_lines: BTreeMap<u32, String>,
 }
 
 impl Observed {
@@ -137,6 +142,7 @@ pub fn parse_groups(text: &str, obs: &mut Observed) -> Result<(), DumpError> {
             })?;
         obs.groups.insert(id);
         obs.group_prints.insert(id, fingerprint_line(line));
+        obs.group_lines.insert(id, line.to_string());
     }
     Ok(())
 }
@@ -181,4 +187,37 @@ pub fn fingerprint(kind: &str, buckets: &str) -> String {
         out.push(toks.join(","));
     }
     out.join("|")
+}
+
+/// A dumped flow (`cookie=C, table=T, priority=P,MATCH actions=A`) as
+/// `table=T priority=P,MATCH actions=A`: what it does, without its cookie.
+pub fn canonical_seen(line: &str) -> String {
+    let (head, actions) = line.trim().split_once(" actions=").unwrap_or((line, ""));
+    let mut table = "0";
+    let mut rest = Vec::new();
+    for part in head.split(", ") {
+        if part.starts_with("cookie=") {
+            continue;
+        } else if let Some(t) = part.strip_prefix("table=") {
+            table = t;
+        } else {
+            rest.push(part);
+        }
+    }
+    format!("table={table} {} actions={actions}", rest.join(", "))
+}
+
+/// One line `ovs-ofctl parse-flows` prints for a flow (`OFPT_FLOW_MOD
+/// (OF1.5) (xid=…): ADD [table:T ]priority=P,MATCH cookie:C actions=A`) as
+/// (C, [`canonical_seen`]'s form); `None` for its other lines.
+pub fn canonical_parsed(line: &str) -> Option<(u64, String)> {
+    let rest = line.split_once("): ADD ")?.1;
+    let (table, rest) = match rest.strip_prefix("table:") {
+        Some(r) => r.split_once(' ')?,
+        None => ("0", rest),
+    };
+    let (body, after) = rest.split_once(" cookie:")?;
+    let (cookie, actions) = after.split_once(" actions=")?;
+    let cookie = parse_u64(cookie.trim())?;
+    Some((cookie, format!("table={table} {body} actions={actions}")))
 }
