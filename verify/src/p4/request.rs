@@ -13,9 +13,10 @@
 //! action, e.g. the `NoAction` p4c gives the action-profile tables, never in
 //! an entry or a member; a `TABLE_ONLY` one never as the default). The P4Info
 //! reader (`request/p4info.rs`, re-exported here) takes p4c's output as
-//! is: each table's `initial_default_action` is read (and checked against the table's actions), the rest it does not
-//! use (annotations, `type_info`, `pkg_info`) is skipped. Each update keeps
-//! the line it starts on, for counterexamples.
+//! is: each table's `initial_default_action` is read (and checked against
+//! the table's actions), the rest it does not use (annotations,
+//! `type_info`, `pkg_info`) is skipped. Each update keeps the line it
+//! starts on, for counterexamples.
 
 mod p4info;
 
