@@ -69,6 +69,7 @@
 //! primitive type, not the subtype. `min`/`max` aggregates accept any
 //! primitive (every primitive is ordered) but not a union of several.
 
+pub mod directives;
 pub mod dump;
 pub mod ground;
 pub mod infer;
@@ -91,7 +92,7 @@ pub fn check(program: &ast::Program, diags: &mut Diagnostics) -> Option<Checked>
     let mut r = Reporter::new(diags);
     let types = tyenv::build(program, &mut r);
     let mut relations = resolve::relations(program, &types, &mut r);
-    resolve::directives(program, &mut relations, &mut r);
+    directives::directives(program, &mut relations, &mut r);
     let mut clauses = resolve::rules(program, &relations, &mut r);
     ground::singletons(program, &mut r);
     for clause in &clauses {

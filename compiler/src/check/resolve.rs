@@ -4,8 +4,9 @@
 //! - [`relations`]: one [`RelInfo`] per distinct declared name, in
 //!   declaration order (E0103 for a second `.decl`; E0104, E0107, E0110,
 //!   E0112, W0004 for its attributes and qualifiers);
-//! - [`directives`]: `.input`/`.output`/`.printsize` attached (E0108), their
-//!   IO parameters checked (E0116);
+//! - [`directives`] (`directives.rs`, re-exported here):
+//!   `.input`/`.output`/`.printsize` attached (E0108), their IO parameters
+//!   checked (E0116);
 //! - [`rules`]: every rule as [`Clause`]s, one per head and per disjunct of
 //!   its body in disjunctive normal form (negation pushed onto atoms and
 //!   constraints); every atom resolved or reported (E0101, E0102);
@@ -13,10 +14,12 @@
 //!   outside an atom argument reported (E0111). Facts are clauses with an
 //!   empty body.
 
+pub use super::directives::directives;
+
 use super::ir::{Aggregate, Atom, AttrInfo, Clause, Expr, Leaf, RelInfo, Var, VarId};
 use super::tyenv::{Lookup, TypeEnv};
 use super::{did_you_mean, Reporter};
-use crate::ast::{self, DirectiveKind, Item, Literal, Program};
+use crate::ast::{self, Item, Literal, Program};
 use crate::diagnostics::Diagnostic;
 use crate::plan::IoSpec;
 use std::collections::HashMap;
@@ -138,103 +141,6 @@ pub fn relations(program: &Program, types: &TypeEnv, r: &mut Reporter) -> Vec<Re
         rels.push(rel);
     }
     rels
-}
-
-/// Attaches `.input`, `.output` and `.printsize` directives to their relations.
-pub fn directives(program: &Program, rels: &mut [RelInfo], r: &mut Reporter) {
-    let index: HashMap<String, usize> = rels
-        .iter()
-        .enumerate()
-        .map(|(i, rel)| (rel.name.clone(), i))
-        .collect();
-    for item in &program.items {
-        let Item::Directive(d) = item else { continue };
-        for name in &d.relations {
-            let Some(&id) = index.get(&name.name) else {
-                let kind = match d.kind {
-                    DirectiveKind::Input => ".input",
-                    DirectiveKind::Output => ".output",
-                    DirectiveKind::PrintSize => ".printsize",
-                };
-                let mut diag = Diagnostic::error(
-                    "E0108",
-                    name.span,
-                    format!("`{kind}` names undeclared relation `{}`", name.name),
-                );
-                diag = match did_you_mean(&name.name, rels.iter().map(|r| r.name.as_str())) {
-                    Some(h) => diag.with_hint(h),
-                    None => diag.with_hint(format!(
-                        "declare it first, e.g. `.decl {}(x: symbol)`",
-                        name.name
-                    )),
-                };
-                r.push(diag);
-                continue;
-            };
-            io_params(d, r);
-            let spec = IoSpec {
-                params: d
-                    .params
-                    .iter()
-                    .map(|(k, v)| (k.name.clone(), v.clone()))
-                    .collect(),
-            };
-            match d.kind {
-                DirectiveKind::Input => rels[id].inputs.push(spec),
-                DirectiveKind::Output => rels[id].outputs.push(spec),
-                DirectiveKind::PrintSize => rels[id].printsize = true,
-            }
-        }
-    }
-}
-
-/// The IO parameters netc implements (specs/language.md §3); any other
-/// parameter or value is an error naming it (E0116), never ignored.
-fn io_params(d: &crate::ast::Directive, r: &mut Reporter) {
-    let (allowed, ios): (&[&str], &[&str]) = match d.kind {
-        DirectiveKind::Input => (
-            &["IO", "filename", "delimiter", "headers"],
-            &["file", "jsonl"],
-        ),
-        DirectiveKind::Output => (
-            &["IO", "filename", "delimiter", "headers"],
-            &["file", "stdout"],
-        ),
-        DirectiveKind::PrintSize => (&[], &[]),
-    };
-    for (k, v) in &d.params {
-        let bad = if !allowed.contains(&k.name.as_str()) {
-            Some(format!(
-                "IO parameter `{}` is not supported by netc",
-                k.name
-            ))
-        } else if k.name == "IO" && !ios.contains(&v.as_str()) {
-            let verb = if matches!(d.kind, DirectiveKind::Input) {
-                "reads"
-            } else {
-                "writes"
-            };
-            Some(format!(
-                "`IO={v}` is not supported by netc here (it {verb} {})",
-                ios.join(", ")
-            ))
-        } else if k.name == "headers" && v != "true" && v != "false" {
-            Some(format!("`headers={v}`: expected true or false"))
-        } else {
-            None
-        };
-        if let Some(message) = bad {
-            let hint = match k.name.as_str() {
-                "compress" => "write the file uncompressed and compress it afterwards; specs/language.md §3 lists the IO parameters netc reads".to_string(),
-                "rfc4180" => "netc reads delimiter-separated fields without quoting; specs/language.md §3 lists the IO parameters netc reads".to_string(),
-                _ => format!(
-                    "supported here: {}; see specs/language.md §3",
-                    if allowed.is_empty() { "none".to_string() } else { allowed.join(", ") }
-                ),
-            };
-            r.push(Diagnostic::error("E0116", k.span, message).with_hint(hint));
-        }
-    }
 }
 
 /// Converts every rule and fact into clauses.
