@@ -98,7 +98,10 @@ pub fn collect(plan: &Plan, contents: impl Fn(RelId) -> Vec<Row>) -> Vec<Finding
         let deps = base_dependencies(plan, id);
         for row in rows {
             let need = if row.len() == 1 { 1 } else { 2 };
-            let mut cited = Vec::new();
+            // the facts that share the most of the row's values first
+            // (the offending fact itself before its neighbours), each
+            // group in file order
+            let mut found: Vec<(usize, Span)> = Vec::new();
             for (i, (frel, frow)) in plan.facts.iter().enumerate() {
                 if !deps.contains(frel) || *frel == id {
                     continue;
@@ -106,13 +109,12 @@ pub fn collect(plan: &Plan, contents: impl Fn(RelId) -> Vec<Row>) -> Vec<Finding
                 let shared = row.iter().filter(|v| frow.contains(v)).count();
                 if shared >= need {
                     if let Some(span) = plan.fact_spans.get(i) {
-                        cited.push(*span);
+                        found.push((shared, *span));
                     }
                 }
-                if cited.len() == MAX_CITED {
-                    break;
-                }
             }
+            found.sort_by_key(|(shared, _)| std::cmp::Reverse(*shared));
+            let cited: Vec<Span> = found.into_iter().take(MAX_CITED).map(|(_, s)| s).collect();
             let fields = rel
                 .columns
                 .iter()
