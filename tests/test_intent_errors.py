@@ -36,6 +36,7 @@ def extra_facts(fixture: Path, tmp_path: Path) -> list[str]:
     for i in range(513):
         lines.append(f'vm("t1", "d{i}", 02:00:00:00:{i >> 8:02x}:{i & 255:02x}, 10.0.{i // 250}.{i % 250 + 1}, "h1").')
         lines.append(f'dip_pool(100.64.0.1, 6, 80, "t1", "d{i}", 80, 1).')
+        lines.append(f'vm_port("h1", "t1", "d{i}", {10 + i}).')
     extra = tmp_path / "dips.ndl"
     extra.write_text("\n".join(lines) + "\n")
     return [str(extra)]

@@ -40,6 +40,7 @@ from pathlib import Path
 
 import pytest
 from netc_dump import run_dump
+from test_intent_errors import extra_facts
 
 REPO = Path(__file__).resolve().parent.parent
 RULES = sorted(str(p) for p in (REPO / "rules").glob("*.ndl"))
@@ -618,17 +619,7 @@ def test_bad_intent(netc_bin, path, tmp_path):
     m = re.match(r"//\s*expect:\s*(.*)$", first)
     assert m, f"{path.name}: first line must be `// expect: error_...`"
     expected = {e.strip() for e in m.group(1).split(",")}
-    files = [path]
-    if path.stem == "vip_too_many_dips":
-        extra = tmp_path / "dips.ndl"
-        lines = []
-        for i in range(513):
-            lines.append(
-                f'vm("t1", "d{i}", 02:00:00:00:{i >> 8:02x}:{i & 255:02x}, 10.0.{i // 250}.{i % 250 + 1}, "h1").'
-            )
-            lines.append(f'dip_pool(100.64.0.1, 6, 80, "t1", "d{i}", 80, 1).')
-        extra.write_text("\n".join(lines) + "\n")
-        files.append(extra)
+    files = [path, *extra_facts(path, tmp_path)]
     rels = run_netc(netc_bin, *files)
     assert set(errors(rels)) == expected
 
