@@ -254,6 +254,36 @@ def test_no_room_for_the_commit_refuses_before_any_push(fabric, tmp_path):
     assert assert_bridges_hold(fabric, state) == 2
 
 
+def test_commit_failing_after_the_push_puts_every_device_back(fabric, tmp_path):
+    """The store refuses the commit after every device took the new
+    generation (injected with a real SQLite trigger that aborts the insert,
+    as a disk filling up between the reservation and the commit would): the
+    apply exits 2, names each device it put back, records nothing, clears
+    the journal, and every bridge holds the previous generation again."""
+    inv = _inventory(fabric, tmp_path)
+    v = _intents(tmp_path)
+    state = tmp_path / "state"
+    assert netc("apply", "--state", state, "--inventory", inv, v[0]).returncode == 0
+    with db(state) as c:
+        c.execute("CREATE TRIGGER refuse_commit BEFORE INSERT ON generation "
+                  "BEGIN SELECT RAISE(ABORT, 'injected: the commit is refused'); END")
+    r = netc("apply", "--state", state, "--inventory", inv, v[1])
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "the store could not commit the new generation" in r.stderr, r.stderr
+    assert "injected: the commit is refused" in r.stderr, r.stderr
+    back = r.stderr.split("put back to the previous generation:", 1)
+    assert len(back) == 2, r.stderr
+    assert set(back[1].split(";", 1)[0].replace(",", " ").split()) == set(HOSTS), r.stderr
+    assert "every device holds the previous generation" in r.stderr, r.stderr
+    with db(state) as c:
+        c.execute("DROP TRIGGER refuse_commit")
+    assert_store_consistent(state)
+    assert assert_bridges_hold(fabric, state) == 1
+    r = netc("apply", "--state", state, "--inventory", inv, v[1])
+    assert r.returncode == 0, r.stderr
+    assert assert_bridges_hold(fabric, state) == 2
+
+
 def test_table_full_rejection_keeps_ovs_reason(fabric, tmp_path):
     """A bridge whose table 30 holds at most 2 flows refuses the bundle: the
     error names the device, the rejected flow and OVS's reason."""

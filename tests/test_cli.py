@@ -204,3 +204,69 @@ def test_readme_first_command_example_runs(netc_bin):
     r = netc(netc_bin, "run", "-D", "-", str(REPO / "examples/fabric/fabric.ndl"))
     assert r.returncode == 0, r.stderr
     assert "unreachable\nhost\tdst\n===============\nh1\t10.0.3.0/24" in r.stdout
+
+
+@pytest.mark.parametrize("case", ["run", "compile-json", "status", "history"])
+def test_a_closed_pipe_ends_the_command_quietly(netc_bin, tmp_path, case):
+    """`netc status | head -1`: the reader goes away before netc writes. The
+    command must end as `ls` does (SIGPIPE, or exit 0) — never exit 101
+    with a panic from println! on stderr."""
+    import signal
+
+    prog = tmp_path / "p.dl"
+    prog.write_text(".decl n(x: number)\nn(0).\nn(x + 1) :- n(x), x < 20000.\n.output n(IO=stdout)\n")
+    quick = str(Path(__file__).resolve().parent.parent / "examples" / "quickstart" / "intent.ndl")
+    state = tmp_path / "st"
+    (tmp_path / "none.toml").write_text("# no device is reached\n")
+    r = subprocess.run([netc_bin, "apply", "--state", str(state), "--inventory", str(tmp_path / "none.toml"), quick],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    argv = {
+        "run": ["run", str(prog)],
+        "compile-json": ["check", "--intent", "--json", quick],
+        "status": ["status", "--state", str(state)],
+        "history": ["history", "--state", str(state)],
+    }[case]
+    p = subprocess.Popen([netc_bin, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
+    p.stdout.close()  # the reader is gone before the first write
+    _out, err = p.communicate(timeout=300)
+    assert p.returncode in (0, 1, -signal.SIGPIPE), (p.returncode, err.decode()[-2000:])
+    assert b"panicked" not in err and b"internal error" not in err, err.decode()[-2000:]
+
+
+def test_a_directory_of_intent_means_its_ndl_files(netc_bin, tmp_path):
+    """`netc compile DIR`, `check --intent DIR`, `plan DIR`, `apply DIR`: a
+    directory stands for the .ndl files directly in it, in name order — the
+    same artifacts as naming them, and the store records each file."""
+    rubik = Path(__file__).resolve().parent.parent / "examples" / "rubik"
+    files = sorted(str(p) for p in rubik.glob("*.ndl"))
+    assert len(files) == 2, files
+    by_dir, by_files = tmp_path / "d", tmp_path / "f"
+    for out, args in ((by_dir, [str(rubik)]), (by_files, files)):
+        r = subprocess.run([netc_bin, "compile", *args, "--out", str(out)], capture_output=True, text=True,
+                           timeout=300)
+        assert r.returncode == 0, r.stderr
+    rels = sorted(p.name for p in (by_files / "relations").iterdir())
+    assert rels and rels == sorted(p.name for p in (by_dir / "relations").iterdir())
+    for name in rels:
+        assert (by_dir / "relations" / name).read_text() == (by_files / "relations" / name).read_text(), name
+    r = subprocess.run([netc_bin, "check", "--intent", str(rubik)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    (tmp_path / "none.toml").write_text("# no device is reached\n")
+    state = tmp_path / "st"
+    r = subprocess.run([netc_bin, "apply", "--json", "--state", str(state), "--inventory", str(tmp_path / "none.toml"),
+                        str(rubik)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    import sqlite3
+
+    with sqlite3.connect(state / "state.db") as c:
+        stored = [row[0] for row in c.execute("SELECT path FROM intent_file ORDER BY ord")]
+    assert stored == files, stored
+    # a directory without intent is a usage error that says so
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "notes.txt").write_text("not intent\n")
+    r = subprocess.run([netc_bin, "plan", "--state", str(state), str(empty)], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "holds no .ndl file" in r.stderr and "Is a directory" not in r.stderr, r.stderr

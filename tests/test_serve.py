@@ -29,6 +29,7 @@ import re
 import shutil
 import signal
 import socket
+import sqlite3
 import stat
 import subprocess
 import threading
@@ -503,3 +504,41 @@ def test_long_polls_hold_no_request_worker(daemon, tmp_path):
     status, reply = d.call("GET", f"/v1/deltas?since={last}&wait=1")
     assert status == 200 and reply["deltas"] == [] and reply["next"] == last
     assert 0.9 <= time.monotonic() - t0 < 5
+
+
+def test_apply_while_a_cli_apply_holds_the_state_is_409(daemon, netc_bin, tmp_path):
+    """The daemon and `netc apply` share one apply lock per state directory:
+    while a CLI apply holds it (planned, not yet pushed), the daemon's apply
+    is refused with 409 `apply_running` naming the holder, commits nothing,
+    and the daemon keeps answering."""
+    state = tmp_path / "state"
+    d = daemon(QUICKSTART, state=state)
+    (tmp_path / "none.toml").write_text("# no device is reached\n")
+    intent = tmp_path / "intent.ndl"
+    intent.write_text(QUICKSTART.read_text() + NEW_VM)
+    cli = subprocess.Popen(
+        [netc_bin, "apply", "--state", str(state), "--inventory", str(tmp_path / "none.toml"), str(intent)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=dict(os.environ, NETC_APPLY_HOLD_AFTER_PLAN="1"),
+    )
+    try:
+        deadline = time.monotonic() + 120
+        err = ""
+        while "holding after planning" not in err and time.monotonic() < deadline:
+            line = cli.stderr.readline()
+            if not line:
+                break
+            err += line
+        assert "holding after planning" in err, err
+        status, reply = d.call("POST", "/v1/apply", {"paths": [str(intent)], "verify": False})
+        assert status == 409, reply
+        assert reply["error"]["code"] == "apply_running", reply
+        assert f"pid {cli.pid}" in reply["error"]["message"], reply
+        status, st = d.call("GET", "/v1/status")
+        assert status == 200 and st["generation"] == 0, st
+    finally:
+        out, err = cli.communicate("\n", timeout=120)
+    assert cli.returncode == 0, out + err
+    with sqlite3.connect(state / "state.db") as c:
+        commands = [r[0] for r in c.execute("SELECT command FROM generation ORDER BY id")]
+    assert len(commands) == 1 and "serve" not in commands[0], commands  # the daemon committed nothing

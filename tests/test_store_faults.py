@@ -129,6 +129,10 @@ def test_read_only_store_is_read_and_not_called_corrupted(netc_bin, read_only_st
     assert r.returncode in (0, 1) and "generation" in r.stdout, r.stdout + r.stderr
     r = run(netc_bin, "diff", "1", "2", "--state", "st", cwd=work)
     assert r.returncode == 0, r.stderr
+    # plan changes nothing: it reads the store, and its candidate goes where it can be written
+    r = run(netc_bin, "plan", "--state", "st", "intent.ndl", cwd=work)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "verify: proven" in r.stdout and "no device changes" in r.stdout, r.stdout
     r = run(netc_bin, "apply", "--state", "st", "--inventory", "none.toml", "intent.ndl", cwd=work)
     assert r.returncode == 2, r.stdout + r.stderr
     _no_harmful_advice(r)

@@ -5,6 +5,8 @@
 //! never a user's mistake) is reported as an internal error with exit 101
 //! instead of a raw backtrace.
 
+mod intent_paths;
+
 use clap::{Parser, Subcommand};
 use netc_runtime::commands::{self, Outcome};
 use std::path::PathBuf;
@@ -553,8 +555,19 @@ fn main() -> ExitCode {
     std::panic::set_hook(Box::new(|info| {
         eprintln!("internal error: {info}\nThis is a bug in netc, not in your input; please report it with the command you ran.");
     }));
-    let cli = Cli::parse();
+    let mut cli = Cli::parse();
+    if !matches!(cli.command, Command::Serve(_) | Command::Agent(_)) {
+        // `netc status | head -1` ends quietly, as `ls` does, not with a panic
+        // in println!; the daemons keep ignoring it (their sockets get EPIPE).
+        // SAFETY: setting a signal's disposition before any thread starts.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
     commands::output::set_json(cli.command.json());
+    if let Err(o) = cli.command.expand_intent_dirs() {
+        return o.exit();
+    }
     let outcome = std::panic::catch_unwind(|| dispatch(cli)).unwrap_or(Outcome::InputError(
         "internal error (see above)".into(),
         None,

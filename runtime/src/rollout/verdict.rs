@@ -37,9 +37,47 @@ use std::path::{Path, PathBuf};
 /// Artifact sets kept for their citations, newest first; older ones go.
 pub const KEPT: usize = 8;
 
-/// The directory under a state directory that holds cited artifact sets.
+/// The directory that holds cited artifact sets: `STATE/verified/`, or,
+/// when the state directory cannot be written (a read-only mount, another
+/// user's store), one of the system's temporary directory named after the
+/// state directory — so `plan` and `verify` still work and what they cite
+/// still exists, while nothing in the store changes.
 pub fn keep_dir(state: &Path) -> PathBuf {
-    state.join("verified")
+    let dir = state.join("verified");
+    if writable(&dir) {
+        return dir;
+    }
+    let name = std::fs::canonicalize(state).unwrap_or_else(|_| state.to_path_buf());
+    let id = crate::store::sha256_hex(name.as_os_str().as_encoded_bytes());
+    // SAFETY: getuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::getuid() };
+    std::env::temp_dir()
+        .join(format!("netc-verified-{uid}"))
+        .join(&id[..12])
+}
+
+/// Whether `dir` (or, while it does not exist, its nearest existing
+/// ancestor) may be written by this process: access(2) answers for the
+/// mount (read-only) as well as for the modes, root included.
+fn writable(dir: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let mut at = dir;
+    loop {
+        if at.as_os_str().is_empty() {
+            at = Path::new(".");
+        }
+        if at.exists() {
+            let Ok(c) = std::ffi::CString::new(at.as_os_str().as_bytes()) else {
+                return false;
+            };
+            // SAFETY: `c` is a valid NUL-terminated path for the call's duration.
+            return unsafe { libc::access(c.as_ptr(), libc::W_OK) } == 0;
+        }
+        match at.parent() {
+            Some(p) => at = p,
+            None => return false,
+        }
+    }
 }
 
 /// The generation the devices hold now, to verify the change from.
