@@ -460,12 +460,16 @@ def test_the_daemon_takes_the_same_waivers(netc_bin: str, tmp_path: Path) -> Non
     d = Daemon(netc_bin, state, None, intent, tmp_path)
     try:
         files = [{"name": str(intent), "text": more}]
+        # as `netc plan`: the change made at once remaps agg1 (AFF-2), so it is staged
         status, body = d.post("/v1/plan", {"files": files})
-        assert status == 200 and body["verdict"] == "violated", body
+        assert status == 200 and body["verdict"] == "proven" and body["staged"]["vips"] == ["203.0.113.10"], body
+        aff2 = next(v for v in body["report"]["verdicts"] if v["invariant"] == "AFF-2")
+        assert aff2["status"] == "violated", aff2
+        # with the remap accepted, the change is made at once: nothing to stage
         status, body = d.post("/v1/plan", {"files": files, "accept": ["AFF-2:203.0.113.10:80/6"], "reason": "web3 joins"})
         assert status == 200 and body["verdict"] == "proven", body
         aff2 = next(v for v in body["report"]["verdicts"] if v["invariant"] == "AFF-2")
-        assert aff2["status"] == "accepted", aff2
+        assert aff2["status"] == "accepted" and body["staged"] is None, aff2
         status, body = d.post("/v1/plan", {"files": files, "accept": ["AFF-2:198.51.100.1:80/6"], "reason": "x"})
         assert status == 422 and body["error"]["code"] == "waiver_unused", body
         status, body = d.post("/v1/plan", {"files": files, "accept": ["AFF-2:203.0.113.10:80/6"]})
@@ -489,3 +493,21 @@ def test_who_applied_is_recorded_without_user(netc_bin: str, tmp_path: Path) -> 
     assert r.returncode == 0, r.stderr
     actor = sqlite3.connect(state / "state.db").execute("SELECT actor FROM generation").fetchone()[0]
     assert actor == pwd.getpwuid(os.geteuid()).pw_name != "unknown", actor
+
+
+def test_a_fact_written_twice_is_one_fact_to_the_verifier(netc_bin: str, tmp_path: Path) -> None:
+    """Facts are a set: an intent split over files that repeat a VM (or the
+    whole intent given twice) is the same intent. The verifier used to trace
+    each VM once per copy and report REACH-1 violations (a VM delivering "to
+    its own in_port"), so `plan` refused an intent the engine reads as valid."""
+    quick = (REPO / "examples" / "quickstart" / "intent.ndl").read_text()
+    (tmp_path / "a.ndl").write_text(quick)
+    (tmp_path / "b.ndl").write_text(quick)
+    once = run(netc_bin, "verify", "--json", "a.ndl", cwd=tmp_path)
+    twice = run(netc_bin, "verify", "--json", "a.ndl", "b.ndl", cwd=tmp_path)
+    assert once.returncode == 0 and twice.returncode == 0, twice.stdout[-3000:] + twice.stderr
+    s1, s2 = doc(once.stdout)["stats"], doc(twice.stdout)["stats"]
+    assert s2["vms"] == s1["vms"] > 0 and s2["pairs"] == s1["pairs"], (s1, s2)
+    assert s2["switches"] == s1["switches"] > 0 and s2["agents"] == s1["agents"] > 0, (s1, s2)
+    r = run(netc_bin, "plan", "--state", "st", "a.ndl", "b.ndl", cwd=tmp_path)
+    assert r.returncode == 0 and "verify: proven" in r.stdout, r.stdout[-3000:] + r.stderr

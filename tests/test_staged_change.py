@@ -179,3 +179,71 @@ def test_drain_takes_durations(netc_bin: str, tmp_path: Path) -> None:
     assert r.returncode == 2 and "not a duration" in r.stderr, r.stderr
     help_text = run(netc_bin, "apply", "--help", cwd=tmp_path).stdout
     assert "--drain" in help_text and "three stages" in help_text, help_text
+
+
+def test_the_daemon_stages_the_change_as_the_cli_does(netc_bin: str, tmp_path: Path) -> None:
+    """`netc serve` gives the verdict `netc plan` gives (the staged change,
+    proven) and its apply makes the same three generations, each with its
+    own deltas on the stream, the change stage committed after `drain`."""
+    from test_serve import Daemon
+
+    base = (REPO / "examples" / "quickstart" / "intent.ndl").read_text()
+    first = tmp_path / "quickstart.ndl"
+    first.write_text(base)
+    d = Daemon(netc_bin, tmp_path / "st", first)
+    try:
+        files = [{"name": "intent.ndl", "text": base}]
+        status, reply = d.call("POST", "/v1/apply", {"files": files})
+        assert status == 200 and reply["generation"] == 1, reply
+        files = [{"name": "intent.ndl", "text": base + NEW_DIP}]
+        status, plan = d.call("POST", "/v1/plan", {"files": files})
+        assert status == 200, plan
+        assert plan["verdict"] == "proven" and plan["staged"]["vips"] == ["203.0.113.10"], plan["verdict"]
+        assert [s["name"] for s in plan["staged"]["stages"]] == ["withdraw", "change", "return"]
+        # the CLI's plan of the same change on the same store says the same
+        (tmp_path / "intent.ndl").write_text(base + NEW_DIP)
+        r = run(netc_bin, "plan", "--json", "--state", str(tmp_path / "st"), str(tmp_path / "intent.ndl"), cwd=tmp_path)
+        assert r.returncode == 0, r.stdout + r.stderr
+        cli = doc(r.stdout)
+        assert cli["verdict"] == plan["verdict"]
+        assert [set(s["devices"]) for s in cli["staged"]["stages"]] == [
+            set(s["devices"]) for s in plan["staged"]["stages"]]
+
+        status, stream = d.call("GET", "/v1/deltas?since=0&wait=0")
+        since = stream["next"]
+        t0 = time.monotonic()
+        status, applied = d.call("POST", "/v1/apply", {"files": files, "drain": 2})
+        took = time.monotonic() - t0
+        assert status == 200, applied
+        assert took >= 2, f"the change stage was committed without its drain ({took:.1f} s)"
+        stages = applied["staged"]["stages"]
+        assert [s["applied"]["generation"] for s in stages] == [2, 3, 4], stages
+        assert all(s["applied"]["verdict"] == "proven" for s in stages), stages
+        assert applied["generation"] == 4 and applied["base"] == 1, applied
+        assert [n.split(":")[0] for n in notes(tmp_path)[1:]] == [
+            "stage 1/3 (withdraw)", "stage 2/3 (change)", "stage 3/3 (return)"], notes(tmp_path)
+        # each stage's deltas are on the stream, in order: a consumer programs the stages
+        status, later = d.call("GET", f"/v1/deltas?since={since}&wait=0")
+        gens = [e["generation"] for e in later["deltas"]]
+        assert gens == sorted(gens) and set(gens) == {2, 3, 4}, gens
+        assert {e["device"] for e in later["deltas"] if e["generation"] == 2} == {"agg1", "agg2", "tor1", "tor2"}
+        assert "mux1" in {e["device"] for e in later["deltas"] if e["generation"] == 3}
+        # the same result as the CLI: nothing left to plan
+        status, again = d.call("POST", "/v1/plan", {"files": files})
+        assert status == 200 and again["devices"] == {} and again["staged"] is None, again
+    finally:
+        d.stop()
+
+
+def test_the_daemon_refuses_a_bad_drain(netc_bin: str, tmp_path: Path) -> None:
+    from test_serve import Daemon
+
+    first = tmp_path / "quickstart.ndl"
+    first.write_text((REPO / "examples" / "quickstart" / "intent.ndl").read_text())
+    d = Daemon(netc_bin, tmp_path / "st", first)
+    try:
+        status, reply = d.call("POST", "/v1/apply", {"files": [{"name": "i.ndl", "text": first.read_text()}],
+                                                     "drain": "soon"})
+        assert status == 400 and "drain" in reply["error"]["message"], reply
+    finally:
+        d.stop()

@@ -94,7 +94,7 @@ use bridge::{End, Hop, Outcome};
 use network::{ModelError, Network};
 use policy::Policy;
 use report::{Counterexample, Packet, PathCx, Report, Stats, Status, Verdict};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Maps artifact rows back to the rules and intent facts that produced them.
 pub trait Provenance {
@@ -415,6 +415,8 @@ pub(crate) fn assemble(
         stats: Stats {
             devices: net.bridges.len(),
             flows: net.bridges.iter().map(|b| b.flows.len()).sum(),
+            switches: input.artifacts.switches.len(),
+            agents: agents_of(input.artifacts),
             vms: input.policy.vms.len(),
             outcomes: res.outcomes,
             pairs: res.pairs_checked,
@@ -425,6 +427,18 @@ pub(crate) fn assemble(
         notes,
         accepted: accepted_by,
     })
+}
+
+/// The devices whose agent documents the artifacts hold: the first column
+/// of every `agent_*` row.
+fn agents_of(a: &Artifacts) -> usize {
+    let mut names = BTreeSet::new();
+    for (rel, rows) in &a.relations {
+        if rel.starts_with("agent_") {
+            names.extend(rows.iter().filter_map(|r| r.vals.first()));
+        }
+    }
+    names.len()
 }
 
 /// Adds to each counterexample the rules and intent facts behind the

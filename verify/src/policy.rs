@@ -102,6 +102,20 @@ impl Policy {
 
     /// From the intent's facts.
     pub fn from_facts(f: &Facts) -> Policy {
+        // Facts are a set, as the engine reads them: one written twice (in
+        // two files, say) is one VM, one member, one rule — never two.
+        let f: &Facts = &f
+            .iter()
+            .map(|(rel, rows)| {
+                let mut seen = std::collections::HashSet::new();
+                let rows = rows
+                    .iter()
+                    .filter(|r| seen.insert(&r.vals))
+                    .cloned()
+                    .collect();
+                (rel.clone(), rows)
+            })
+            .collect();
         let rows = |r: &str| f.get(r).map(Vec::as_slice).unwrap_or(&[]);
         let mut p = Policy {
             from_intent: true,

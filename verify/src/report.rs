@@ -162,8 +162,13 @@ pub struct Verdict {
 
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Stats {
+    /// OVS bridges.
     pub devices: usize,
     pub flows: usize,
+    /// P4 switches (their requests as loaded).
+    pub switches: usize,
+    /// Hosts and Muxes whose agent documents (`agent_*` rows) were read.
+    pub agents: usize,
     pub vms: usize,
     pub outcomes: usize,
     pub pairs: usize,
@@ -274,14 +279,16 @@ impl Report {
         }
         let st = &self.stats;
         s.push_str(&format!(
-            "\n{}: {} devices, {} flows, {} VMs traced ({} path outcomes, {} VM pairs) in {} ms\n",
+            "\n{}: {} ({} flows), {}, {}, {} VMs traced ({} path outcomes, {} VM pairs) in {} ms\n",
             if self.violated() {
                 "VIOLATED"
             } else {
                 "proven"
             },
-            st.devices,
+            counted(st.devices, "bridge", "bridges"),
             st.flows,
+            counted(st.switches, "switch", "switches"),
+            counted(st.agents, "host agent", "host agents"),
             st.vms,
             st.outcomes,
             st.pairs,
@@ -372,4 +379,8 @@ fn xml(s: &str) -> String {
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")
+}
+
+fn counted(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }

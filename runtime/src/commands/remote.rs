@@ -215,6 +215,26 @@ fn base_of(v: Option<&Json>) -> Option<i64> {
     v.and_then(Json::as_i64).filter(|b| *b > 0)
 }
 
+/// The stages a staged apply made, one line each (as `netc apply` prints them).
+fn print_stages_done(staged: Option<&Json>) {
+    let Some(stages) = staged
+        .and_then(|s| s.get("stages"))
+        .and_then(Json::as_array)
+    else {
+        return;
+    };
+    let n = stages.len();
+    for st in stages {
+        let k = st.get("stage").and_then(Json::as_u64).unwrap_or(0);
+        let what = text(st.get("what")).unwrap_or_default();
+        let gen = st["applied"].get("generation").and_then(Json::as_i64);
+        match gen {
+            Some(g) => println!("stage {k}/{n}: {what} (generation {g})"),
+            None => println!("stage {k}/{n}: {what} (the store holds it already)"),
+        }
+    }
+}
+
 /// `netc plan --server URL INTENT...`.
 pub fn plan(
     r: &Remote,
@@ -313,6 +333,9 @@ pub fn apply(
             _ => return Err(refusal(&server, &a)),
         }
         let b = &a.body;
+        if !json {
+            print_stages_done(b.get("staged"));
+        }
         let verdict = verdict_of(b.get("verdict"));
         let forced = b.get("forced").and_then(Json::as_bool).unwrap_or(false);
         if forced {

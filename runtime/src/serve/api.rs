@@ -11,16 +11,15 @@
 //! `rollout::verdict` against the last generation), so `--server` prints
 //! what the local commands print.
 
-use super::candidate::{base_outputs, candidate_from, verdict_of, waivers_of, Candidate};
+use super::candidate::{candidate_from, verdict_of, waivers_of};
 use super::deltas::{DeltaLog, Entry, Since};
-use super::devices::{self, Devices, Rolled};
+use super::devices::{self, Devices};
 use super::log::Log;
 use super::pattern::{self, Pattern};
 use super::warm::{text as value_text, Change, DeviceDelta, IntentText, Warm};
 use crate::commands::staged::changes_json;
 use crate::rollout::entries;
-use crate::store::{DeviceOutput, NewGeneration, Store};
-use netc_verify::report::Waiver;
+use crate::store::{DeviceOutput, Store};
 use serde_json::{json, Value as Json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
@@ -104,7 +103,7 @@ pub fn route(shared: &Shared, method: &str, path: &str, query: &str, body: &[u8]
         ("GET", "/v1/status") => status(shared),
         ("GET", "/v1/deltas") => deltas(shared, query),
         ("POST", "/v1/plan") => plan(shared, &parse_body(body)?),
-        ("POST", "/v1/apply") => apply(shared, &parse_body(body)?),
+        ("POST", "/v1/apply") => super::apply::apply(shared, &parse_body(body)?),
         ("POST", "/v1/verify") => verify(shared),
         ("POST", "/v1/query") => query_rows(shared, &parse_body(body)?),
         (_, "/v1/status" | "/v1/deltas" | "/v1/plan" | "/v1/apply" | "/v1/verify" | "/v1/query") => {
@@ -137,7 +136,7 @@ fn lock(shared: &Shared) -> std::sync::MutexGuard<'_, Daemon> {
 /// another process committed since (a CLI `netc apply` or `rollback`) is
 /// taken in first, as a warm change whose deltas go to the stream, so a
 /// plan or an apply is never made against a superseded base.
-fn current(shared: &Shared) -> Result<std::sync::MutexGuard<'_, Daemon>, ApiError> {
+pub(super) fn current(shared: &Shared) -> Result<std::sync::MutexGuard<'_, Daemon>, ApiError> {
     let mut guard = lock(shared);
     let d = &mut *guard;
     let latest = d.store.last_applied().map_err(devices::store_error)?;
@@ -179,7 +178,7 @@ fn current(shared: &Shared) -> Result<std::sync::MutexGuard<'_, Daemon>, ApiErro
 
 /// The intent of a request: `files` (texts) or `paths` (read by the daemon,
 /// only under its intent directory: `paths.rs`).
-fn intent_of(
+pub(super) fn intent_of(
     body: &Json,
     intent_dir: Option<&std::path::Path>,
 ) -> Result<Option<Vec<IntentText>>, ApiError> {
@@ -221,7 +220,7 @@ fn intent_of(
     Ok(None)
 }
 
-fn warm_error(e: super::warm::WarmError) -> ApiError {
+pub(super) fn warm_error(e: super::warm::WarmError) -> ApiError {
     use super::warm::WarmError as W;
     match e {
         W::Diagnostics(d) => ApiError::new(422, "program_errors", "the intent has errors")
@@ -290,7 +289,7 @@ pub fn delta_json(
     })
 }
 
-fn change_json(c: &Change) -> Json {
+pub(super) fn change_json(c: &Change) -> Json {
     json!({
         "devices": c.devices.iter().map(|d| json!({
             "device": d.device, "added": d.added.len(), "removed": d.removed.len()
@@ -390,7 +389,7 @@ pub fn deltas_json(shared: &Shared, es: Vec<Entry>, since: u64) -> Json {
     })
 }
 
-fn flag(body: &Json, key: &str, default: bool) -> Result<bool, ApiError> {
+pub(super) fn flag(body: &Json, key: &str, default: bool) -> Result<bool, ApiError> {
     match body.get(key) {
         None => Ok(default),
         Some(v) => v.as_bool().ok_or_else(|| {
@@ -413,20 +412,28 @@ fn plan(shared: &Shared, body: &Json) -> Reply {
             if !ch.findings.is_empty() {
                 return (false, Err(bad_intent(ch)));
             }
-            (
-                false,
-                candidate_from(w, ch, outputs, store, base, run_verifier, &waivers),
-            )
+            let cand = candidate_from(w, ch, outputs, store, base, run_verifier, &waivers)
+                .and_then(|c| {
+                    let staged = c.staged_change(w, store, outputs, base, &waivers)?;
+                    Ok((c, staged))
+                });
+            (false, cand)
         })
         .map_err(warm_error)?;
-    let cand = cand?;
+    let (cand, staged) = cand?;
+    // a change made in stages (`apply` stages it as `netc apply` does) has
+    // the stages' verdict, as `netc plan` gives it
+    let verdict = staged
+        .as_ref()
+        .map_or_else(|| verdict_of(&cand, run_verifier), |s| s.verdict());
     let changes = file_changes(&d.outputs, &cand.gen.outputs);
     Ok(json!({
         "base": d.generation,
         "change": change_json(&change),
         "changes": changes,
         "devices": changes_json(&cand.devices, true),
-        "verdict": verdict_of(&cand, run_verifier).as_str(),
+        "verdict": verdict.as_str(),
+        "staged": staged.map(|s| s.json(true)),
         "report": cand.report,
         "report_text": cand.report_text,
         "verify_error": cand.verify_error,
@@ -435,7 +442,7 @@ fn plan(shared: &Shared, body: &Json) -> Reply {
 
 /// Per device, the artifact files a change rewrites (`changed`), adds or
 /// deletes: what a consumer re-pushes.
-fn file_changes(old: &[DeviceOutput], new: &[DeviceOutput]) -> Json {
+pub(super) fn file_changes(old: &[DeviceOutput], new: &[DeviceOutput]) -> Json {
     let index = |v: &[DeviceOutput]| -> BTreeMap<(String, String), String> {
         v.iter()
             .map(|o| {
@@ -471,7 +478,7 @@ fn file_changes(old: &[DeviceOutput], new: &[DeviceOutput]) -> Json {
     json!(out)
 }
 
-fn bad_intent(change: &Change) -> ApiError {
+pub(super) fn bad_intent(change: &Change) -> ApiError {
     ApiError::new(
         422,
         "bad_intent",
@@ -482,226 +489,6 @@ fn bad_intent(change: &Change) -> ApiError {
     )
     .detail(json!({ "findings": change.findings }))
     .hint("`netc check --intent FILE` shows the same problems")
-}
-
-/// What an accepted apply did, read back after the session kept it.
-struct Applied {
-    id: i64,
-    committed: bool,
-    gen: NewGeneration,
-    cand: Candidate,
-    rolled: Option<Rolled>,
-}
-
-fn apply(shared: &Shared, body: &Json) -> Reply {
-    let run_verifier = flag(body, "verify", true)?;
-    let force = flag(body, "force", false)?;
-    let note = body
-        .get("note")
-        .and_then(Json::as_str)
-        .unwrap_or("")
-        .to_string();
-    let actor = body
-        .get("actor")
-        .and_then(Json::as_str)
-        .unwrap_or("netc serve")
-        .to_string();
-    // each waiver names this request's `actor` (waivers_of reads it too)
-    let waivers = waivers_of(body)?;
-    let mut guard = current(shared)?;
-    let d = &mut *guard;
-    // the daemon's applies are one at a time already (the session lock); this
-    // one also keeps a `netc apply` on the same state directory out
-    let _lock = crate::store::ApplyLock::take(d.store.dir()).map_err(|e| {
-        let hint = e.hint().unwrap_or_default();
-        ApiError::new(409, "apply_running", e.to_string()).hint(hint)
-    })?;
-    let files = intent_of(body, shared.intent_dir.as_deref())?.ok_or_else(|| {
-        ApiError::new(400, "bad_request", "nothing to apply").hint("send `files` or `paths`")
-    })?;
-    let base = d.generation;
-    // a plan names its base: applying it after the base moved is refused
-    if let Some(planned) = body.get("base") {
-        let planned = planned.as_i64().ok_or_else(|| {
-            ApiError::new(400, "bad_request", "`base` must be a generation number")
-        })?;
-        if planned != base {
-            return Err(ApiError::new(
-                409,
-                "base_moved",
-                format!(
-                    "the plan was made against generation {planned}, but the devices now hold generation {base}"
-                ),
-            )
-            .detail(json!({"planned_base": planned, "base": base}))
-            .hint("plan again (`netc plan --server URL`), review the new plan, then apply it"));
-        }
-    }
-    let Daemon {
-        warm,
-        store,
-        outputs,
-        ..
-    } = d;
-    let (change, outcome) = warm
-        .change(files, |w, ch| {
-            if !ch.findings.is_empty() {
-                return (false, Err(bad_intent(ch)));
-            }
-            match accept(
-                shared,
-                w,
-                ch,
-                store,
-                outputs,
-                base,
-                run_verifier,
-                force,
-                &actor,
-                &note,
-                &waivers,
-            ) {
-                Ok(a) => (true, Ok(a)),
-                Err(e) => (false, Err(e)),
-            }
-        })
-        .map_err(warm_error)?;
-    let Applied {
-        id,
-        committed,
-        gen,
-        cand,
-        rolled,
-    } = outcome?;
-    let changes = file_changes(outputs, &gen.outputs);
-    let not_pushed = not_pushed(&gen, rolled.is_some());
-    *outputs = gen.outputs;
-    d.generation = id;
-    shared.deltas.append(
-        change
-            .devices
-            .iter()
-            .map(|x| delta_json(x, id, &cand.devices))
-            .collect(),
-    );
-    let pushed = rolled.as_ref().map_or(json!([]), Rolled::pushed_json);
-    shared.log.event(
-        "applied",
-        json!({"generation": id, "committed": committed, "devices_changed": change.devices.len(),
-               "pushed": pushed.as_array().map_or(0, Vec::len), "forced": gen.forced}),
-    );
-    Ok(json!({
-        "generation": id,
-        "committed": committed,
-        "base": base,
-        "change": change_json(&change),
-        "changes": changes,
-        "devices": changes_json(&cand.devices, true),
-        "pushed": pushed,
-        "not_pushed": not_pushed,
-        "push": shared.devices.describe(),
-        "interrupted": rolled.as_ref().map_or(Json::Null, Rolled::interrupted_json),
-        "verdict": verdict_of(&cand, run_verifier).as_str(),
-        "forced": gen.forced,
-        "report": cand.report,
-        "report_text": cand.report_text,
-        "verify_error": cand.verify_error,
-        "deltas": {"last": shared.deltas.last()},
-    }))
-}
-
-/// Devices (and target kinds) of the generation that no route reached, as
-/// `netc apply` lists them (every device when the daemon does not push).
-fn not_pushed(gen: &NewGeneration, pushing: bool) -> Vec<String> {
-    let mut v: Vec<String> = gen
-        .outputs
-        .iter()
-        .filter(|o| !pushing || !o.pushed)
-        .map(|o| format!("{} ({})", o.device, o.kind))
-        .collect();
-    v.dedup();
-    v
-}
-
-/// With the session in its new state: verify (refuse as `netc apply`
-/// does), push to the devices, commit. An `Err` means the session goes back.
-#[allow(clippy::too_many_arguments)]
-fn accept(
-    shared: &Shared,
-    w: &Warm,
-    ch: &Change,
-    store: &mut Store,
-    outputs: &[DeviceOutput],
-    base: i64,
-    run_verifier: bool,
-    force: bool,
-    actor: &str,
-    note: &str,
-    waivers: &[Waiver],
-) -> Result<Applied, ApiError> {
-    let cand = candidate_from(w, ch, outputs, store, base, run_verifier, waivers)?;
-    let refused = cand.refused(run_verifier);
-    if let (Some(why), false) = (&refused, force) {
-        return Err(ApiError::new(
-            422,
-            "violation",
-            format!("refused: {why}; nothing was pushed"),
-        )
-        .detail(json!({
-            "refused": why,
-            "report": cand.report,
-            "report_text": cand.report_text,
-            "verify_error": cand.verify_error,
-            "verdict": verdict_of(&cand, run_verifier).as_str(),
-            "devices": changes_json(&cand.devices, true),
-        }))
-        .hint(
-            "fix the intent, or send \"force\": true (`--force`; recorded with the generation)",
-        ));
-    }
-    let mut gen = cand.gen.clone();
-    gen.verdict = Some(verdict_of(&cand, run_verifier));
-    gen.forced = force && refused.is_some();
-    gen.actor = actor.to_string();
-    gen.command = "netc serve: POST /v1/apply".into();
-    gen.note = netc_verify::report::note_with_waivers(note, &cand.accepted);
-    let previous = base_outputs(outputs, base);
-    let rolled = match devices::inventory(&shared.devices, store, w)? {
-        Some(inv) => Some(devices::roll(
-            store,
-            &inv,
-            &mut gen,
-            previous,
-            (base > 0).then_some(base),
-        )?),
-        None => None,
-    };
-    let same_routes = rolled.is_none()
-        || store
-            .generation(base)
-            .is_ok_and(|g| g.inventory == gen.inventory);
-    if ch.devices.is_empty() && base > 0 && same_routes && note.is_empty() {
-        if rolled.is_some() {
-            store.abort_apply().map_err(devices::store_error)?;
-        }
-        return Ok(Applied {
-            id: base,
-            committed: false,
-            gen,
-            cand,
-            rolled,
-        });
-    }
-    let id = store
-        .commit_generation(&gen)
-        .map_err(devices::store_error)?;
-    Ok(Applied {
-        id,
-        committed: true,
-        gen,
-        cand,
-        rolled,
-    })
 }
 
 fn verify(shared: &Shared) -> Reply {

@@ -11,11 +11,15 @@
 use super::api::{internal, ApiError};
 use super::record;
 use super::warm::{Change, Warm};
+use crate::commands::staged::Staged;
+use crate::commands::stages::{self, StagedChange};
+use crate::commands::Outcome;
 use crate::rollout::entries::{self, DeviceChange};
 use crate::store::{DeviceOutput, NewGeneration, Store, Verdict};
-use netc_verify::report::Waiver;
+use netc_verify::report::{Report, Waiver};
 use serde_json::Value as Json;
 use std::collections::{BTreeMap, BTreeSet};
+use std::net::Ipv4Addr;
 
 /// What a plan or an apply found about a candidate state (computed while the
 /// session holds it).
@@ -30,6 +34,11 @@ pub(super) struct Candidate {
     pub(super) devices: BTreeMap<String, DeviceChange>,
     /// The waivers given, each with the violations it accepted.
     pub(super) accepted: Vec<(Waiver, usize)>,
+    /// The gate's report itself (what `report` renders).
+    pub(super) verified: Option<Report>,
+    /// VIPs/TIPs whose connections the change remaps on a switch (AFF-2,
+    /// not accepted): what a staged change moves through the SMuxes.
+    pub(super) remapped_on_switches: BTreeSet<Ipv4Addr>,
 }
 
 impl Candidate {
@@ -42,6 +51,53 @@ impl Candidate {
             (true, Some(e)) => Some(format!("the verifier cannot check these artifacts: {e}")),
             _ => None,
         }
+    }
+
+    /// The staged change `netc plan` would make instead of this one
+    /// (`commands::stages`: withdraw, change, return, each verified
+    /// against the stage before), when this one violates nothing but
+    /// AFF-2 on switches. `None`: the change is made as it is.
+    pub(super) fn staged_change(
+        &self,
+        w: &Warm,
+        store: &Store,
+        outputs: &[DeviceOutput],
+        base: i64,
+        waivers: &[Waiver],
+    ) -> Result<Option<StagedChange>, ApiError> {
+        if self.remapped_on_switches.is_empty() || base == 0 {
+            return Ok(None);
+        }
+        let direct = Staged {
+            gen: self.gen.clone(),
+            base: Some(
+                store
+                    .generation(base)
+                    .map_err(super::devices::store_error)?,
+            ),
+            base_outputs: base_outputs(outputs, base).to_vec(),
+            changes: self.devices.clone(),
+            report: self.verified.clone(),
+            verify_error: self.verify_error.clone(),
+            evaluated: None,
+            phases: None,
+            remapped_on_switches: self.remapped_on_switches.clone(),
+            staged: None,
+        };
+        let state =
+            std::fs::canonicalize(store.dir()).unwrap_or_else(|_| store.dir().to_path_buf());
+        stages::plan(&direct, w.rules(), Some(store), &state, waivers).map_err(|o| match o {
+            Outcome::InputError(m, h) => {
+                let e = ApiError::new(422, "staging", m);
+                match h {
+                    Some(h) => e.hint(h),
+                    None => e,
+                }
+            }
+            _ => internal(
+                "a stage of the staged change could not be evaluated (see the daemon's log)",
+            ),
+        })
     }
 }
 
@@ -112,6 +168,7 @@ pub(super) fn candidate_from(
     let devices = entries::changes(base_outputs(outputs, base), &gen.outputs);
     let (mut report, mut report_text, mut violated, mut verify_error) = (None, None, false, None);
     let mut accepted = Vec::new();
+    let (mut verified, mut remapped_on_switches) = (None, BTreeSet::new());
     if run_verifier {
         // the gate, as `netc plan` runs it: AFF-2/PLAN-1 against `base`
         let against = (base > 0).then_some(crate::rollout::verdict::Against::Stored(store, base));
@@ -142,6 +199,8 @@ pub(super) fn candidate_from(
                 violated = g.report.violated();
                 report = serde_json::from_str(&g.report.json()).ok();
                 report_text = Some(g.report.human());
+                remapped_on_switches = g.remapped_on_switches;
+                verified = Some(g.report);
             }
             Err(e) => verify_error = Some(e.to_string()),
         }
@@ -154,5 +213,7 @@ pub(super) fn candidate_from(
         verify_error,
         devices,
         accepted,
+        verified,
+        remapped_on_switches,
     })
 }

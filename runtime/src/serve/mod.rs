@@ -7,6 +7,7 @@
 //!   body, read deadlines, JSON, the version check, one log line per
 //!   request (`log.rs`, `--json`);
 //! - `api.rs`: the endpoints (specs/serve.md) over the shared [`api::Daemon`];
+//!   `apply.rs`: `POST /v1/apply`, made at once or in stages;
 //!   `paths.rs`: the files a request names, read only under `--intent-dir`;
 //!   `candidate.rs`: a plan's or an apply's candidate state through the gate;
 //! - `devices.rs`: where an apply is pushed (inventory, the local lab, or
@@ -34,6 +35,7 @@ pub mod record;
 pub mod devices;
 pub mod log;
 pub mod api;
+mod apply;
 pub mod budget;
 pub mod candidate;
 pub mod http;

@@ -533,6 +533,9 @@ impl Warm {
     pub fn files(&self) -> &[IntentText] {
         &self.files
     }
+    pub fn rules(&self) -> Option<&Path> {
+        self.rules.as_deref()
+    }
     pub fn counters(&self) -> &Counters {
         &self.counters
     }
