@@ -131,12 +131,26 @@ def _line_matches(want: str, got: str) -> bool:
 
 
 def lines_match(want: list[str], got: list[str]) -> bool:
-    """`want` (with `[..]` and `...` wildcards) against `got`, exactly."""
-    if not want:
-        return not got
-    if want[0] == "...":
-        return any(lines_match(want[1:], got[k:]) for k in range(len(got) + 1))
-    return bool(got) and _line_matches(want[0], got[0]) and lines_match(want[1:], got[1:])
+    """`want` (with `[..]` and `...` wildcards) against `got`, exactly: glob
+    matching over lines, `...` as the star (iterative, so long outputs do not
+    recurse)."""
+    i = j = 0
+    star, mark = -1, 0
+    while j < len(got):
+        if i < len(want) and want[i] == "...":
+            star, mark = i, j
+            i += 1
+        elif i < len(want) and _line_matches(want[i], got[j]):
+            i += 1
+            j += 1
+        elif star >= 0:  # let the last `...` take one more line
+            mark += 1
+            i, j = star + 1, mark
+        else:
+            return False
+    while i < len(want) and want[i] == "...":
+        i += 1
+    return i == len(want)
 
 
 def write_back(s: Session, answers: list[list[str]], exit_code: int | None = None) -> None:
