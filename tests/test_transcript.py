@@ -27,6 +27,7 @@ def test_line_wildcards():
 def test_redaction(tmp_path: Path):
     text = f"{tmp_path}/state/x.flows in 83 ms (1.5 s) {transcript.REPO}/rules 7 ingress classes"
     assert transcript.redact(text, tmp_path) == "{work}/state/x.flows in [TIME] ([TIME]) {repo}/rules 7 ingress classes"
+    assert transcript.redact("generation 3  2026-11-21T14:05:09Z  root", tmp_path) == "generation 3  [TIMESTAMP]  root"
 
 
 def test_escapes_round_trip_and_comments_stay_on_top(tmp_path: Path):

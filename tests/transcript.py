@@ -18,7 +18,8 @@ for readers in tests/README.md):
 Every process runs in a fresh working directory: relative paths in `@run`
 and in the lines name files there. Before comparing, the actual output is
 redacted: the repository's path becomes `{repo}`, the working directory's
-`{work}`, durations `[TIME]`. In an expected line `[..]` matches any text,
+`{work}`, durations `[TIME]`, UTC timestamps (a generation's time)
+`[TIMESTAMP]`. In an expected line `[..]` matches any text,
 and a line `...` any number of lines. `UPDATE_EXPECT=1` rewrites the
 expected answers that no longer match (those that still match are kept, with
 their wildcards).
@@ -36,6 +37,7 @@ REPO = Path(__file__).resolve().parent.parent
 UPDATE = "UPDATE_EXPECT" in os.environ  # the name the Rust tests read too
 SPECIAL = "#@>!<\\"
 DURATION = re.compile(r"(?<![\w.])\d+(?:\.\d+)? ?(?:ns|µs|us|ms|s)(?!\w)")
+TIMESTAMP = re.compile(r"\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z")  # how the store shows a generation's time
 
 
 @dataclass
@@ -120,7 +122,7 @@ def expand(text: str, work: Path) -> str:
 def redact(text: str, work: Path) -> str:
     text = text.replace(str(work.resolve()), "{work}").replace(str(work), "{work}")
     text = text.replace(str(REPO), "{repo}")
-    return DURATION.sub("[TIME]", text)
+    return DURATION.sub("[TIME]", TIMESTAMP.sub("[TIMESTAMP]", text))
 
 
 def _line_matches(want: str, got: str) -> bool:
