@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -39,7 +40,7 @@ def is_silent(line: str) -> bool:
 
 def run(netc: str, s: transcript.Session, work: Path, json_mode: bool) -> subprocess.CompletedProcess:
     transcript.setup(s, work)
-    args = [transcript.expand(a, work) for a in (s.directive("run") or "").split()]
+    args = [transcript.expand(a, work) for a in shlex.split(s.directive("run") or "")]
     text = "".join(step.line + "\n" for step in s.steps)
     cmd = [netc, "repl", *args] + (["--json"] if json_mode else [])
     return subprocess.run(cmd, input=text, capture_output=True, text=True, timeout=300, cwd=work)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from pathlib import Path
 
 import pytest
@@ -100,7 +101,7 @@ def test_serve_session(netc_bin, tmp_path, path):
     s = transcript.parse(path)
     work = tmp_path / "work"
     transcript.setup(s, work)
-    args = [transcript.expand(a, work) for a in (s.directive("run") or "").split()]
+    args = [transcript.expand(a, work) for a in shlex.split(s.directive("run") or "")]
     d = Daemon(netc_bin, work / "state", extra=tuple(args), cwd=work)
     got_lines: list[list[str]] = []
     failures: list[str] = []
