@@ -5,7 +5,7 @@ program are errors that name the switch, table and row.
 
 p4c, BMv2 and Tofino are not available here: these tests check messages
 against the official P4Runtime schema (`p4runtime` on PyPI) and the P4Info,
-not data-plane behaviour. Regenerate goldens with NETC_UPDATE_GOLDEN=1.
+not data-plane behaviour. Regenerate goldens with UPDATE_EXPECT=1.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from p4client.validate import check_write_request  # noqa: E402
 
 EXAMPLES = ["quickstart", "ananta", "duet", "rubik", "yoda", "anolis", "athena", "andromeda"]
 GOLDEN = REPO / "tests" / "golden" / "p4"
-UPDATE = os.environ.get("NETC_UPDATE_GOLDEN") == "1"
+UPDATE = "UPDATE_EXPECT" in os.environ  # as the Rust tests read it
 U = p4runtime_pb2.Update
 
 pytestmark = pytest.mark.netc
@@ -206,9 +206,9 @@ def test_golden(compiled, ex):
         for name, text in got.items():
             (gold / name).write_text(text)
     want = {f.name: f.read_text() for f in sorted(gold.glob("*.txtpb"))}
-    assert sorted(got) == sorted(want), "switch set changed (NETC_UPDATE_GOLDEN=1 to accept)"
+    assert sorted(got) == sorted(want), "switch set changed (UPDATE_EXPECT=1 to accept)"
     for name in want:
-        assert got[name] == want[name], f"{ex}/{name} differs from tests/golden/p4 (NETC_UPDATE_GOLDEN=1 to accept)"
+        assert got[name] == want[name], f"{ex}/{name} differs from tests/golden/p4 (UPDATE_EXPECT=1 to accept)"
 
 
 # ------------------------------------------------------------ the validator can fail
