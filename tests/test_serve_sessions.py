@@ -16,8 +16,9 @@ more (default: the daemon's token). `{work}` and `{repo}` in a body name the
 working directory and the repository, `{text:FILE}` is the text of FILE (of
 the working directory) escaped for a JSON string. Answers are compared as JSON: the
 value `"[..]"` matches anything, `[..]` inside a string any text; keys whose
-values change run to run (`pid`, the deltas' `epoch`, `*_micros`) are
-masked. `@forbid TEXT`: no answer may contain TEXT (a file the daemon must
+values change run to run (`pid`, the deltas' `epoch`, `*_micros`) or
+with the standard rules rather than with the behaviour under test (the
+engine's `*_records`) are masked. `@forbid TEXT`: no answer may contain TEXT (a file the daemon must
 not read out). `UPDATE_EXPECT=1` rewrites the answers that no longer match,
 keeping the `"[..]"` masks written by hand.
 """
@@ -37,7 +38,7 @@ from transcript import REPO
 
 SESSIONS = sorted((REPO / "tests" / "sessions" / "serve").glob("*.session"))
 MASK = "[..]"
-VOLATILE = re.compile(r"^(pid|epoch|.*_micros)$")
+VOLATILE = re.compile(r"^(pid|epoch|.*_micros|.*_records)$")
 pytestmark = pytest.mark.netc
 
 

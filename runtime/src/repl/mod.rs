@@ -418,12 +418,9 @@ fn relations(w: &Warm) {
             .iter()
             .map(|c| format!("{}: {}", c.name, c.type_name))
             .collect();
-        sayln!(
-            "{}({})  {} rows",
-            r.name,
-            cols.join(", "),
-            w.engine().len(w.plan().relation_id(&r.name).unwrap_or(0))
-        );
+        let n = w.engine().len(w.plan().relation_id(&r.name).unwrap_or(0));
+        let rows = if n == 1 { "row" } else { "rows" };
+        sayln!("{}({})  {n} {rows}", r.name, cols.join(", "));
     }
 }
 
