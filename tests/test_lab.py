@@ -99,6 +99,41 @@ def test_acl_denied_pair_is_dropped_at_the_acl_table(netc_bin, lab):
     assert rc == 0  # the control: the allowed port gets through
 
 
+def test_a_drop_flow_added_by_hand_is_named_not_called_a_table_miss(netc_bin, lab):
+    """ofproto/trace prints no cookie for a flow added by hand (cookie 0):
+    the trace used to say "no flow matched (table miss)" for it. It names
+    the flow that dropped the packet as one netc did not write."""
+    r = netc(netc_bin, "lab", "status", "--state", str(lab), "--json")
+    bridge = {h["host"]: h["bridge"] for h in json.loads(r.stdout)["hosts"]}["h1"]
+    flow = "table=0,priority=65000,ip,nw_dst=10.1.1.12"
+    add = subprocess.run(["ovs-ofctl", "-O", "OpenFlow15", "add-flow", bridge, flow + ",actions=drop"],
+                         capture_output=True, text=True, timeout=60)
+    assert add.returncode == 0, add.stderr
+    try:
+        r = netc(netc_bin, "trace", "acme/web1", "acme/web2", "tcp/80", "--state", str(lab))
+        assert r.returncode == 1, r.stdout + r.stderr
+        assert "table miss" not in r.stdout, r.stdout
+        assert "dropped on h1 at table 0 by a flow netc did not write" in r.stdout, r.stdout
+        assert "cookie 0: ip,nw_dst=10.1.1.12" in r.stdout, r.stdout
+    finally:
+        subprocess.run(["ovs-ofctl", "-O", "OpenFlow15", "--strict", "del-flows", bridge, flow],
+                       capture_output=True, timeout=60)
+    rc, _ = trace(netc_bin, lab, "acme/web1", "acme/web2", "tcp/80")
+    assert rc == 0  # the control: without the hand-added flow it is delivered
+
+
+def test_the_lab_switch_argument_works_from_anywhere(netc_bin, lab, tmp_path):
+    """`lab status` names each bridge by an absolute `unix:` path, which
+    ovs-ofctl can open from any directory (it resolves a relative one
+    against its own run directory)."""
+    r = netc(netc_bin, "lab", "status", "--state", str(lab), "--json")
+    for h in json.loads(r.stdout)["hosts"]:
+        assert h["bridge"].startswith("unix:/"), h
+    dump = subprocess.run(["ovs-ofctl", "-O", "OpenFlow15", "dump-flows", h["bridge"]], capture_output=True,
+                          text=True, timeout=60, cwd=tmp_path)
+    assert dump.returncode == 0 and "cookie=" in dump.stdout, dump.stderr
+
+
 @pytest.mark.parametrize("src,dst", [("globex/app1", "acme/web2"), ("acme/web1", "globex/app2")])
 def test_cross_tenant_with_overlapping_addresses_is_never_delivered(netc_bin, lab, src, dst):
     rc, t = trace(netc_bin, lab, src, dst, "tcp/80")

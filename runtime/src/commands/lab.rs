@@ -26,7 +26,7 @@ use std::path::PathBuf;
     example: concat!(
         "  netc lab up examples/quickstart/intent.ndl     # start the lab and push the flows (no store)\n",
         "  netc lab status --json                          # hosts, pids, ovs-ofctl switch arguments\n",
-        "  ovs-ofctl -O OpenFlow15 dump-flows unix:.netc/lab/h1/br-int.mgmt\n",
+        "  ovs-ofctl -O OpenFlow15 dump-flows unix:$PWD/.netc/lab/h1/br-int.mgmt   # ovs-ofctl needs an absolute path\n",
         "  netc lab stop"
     ),
     exit0: "done",

@@ -358,8 +358,20 @@ fn fate_text(f: &Fate) -> String {
             host,
             table,
             cookie: None,
-            ..
-        } => format!("dropped on {host} at table {table}: no flow matched (table miss)"),
+            matched,
+        } if matched == "No match" || matched.is_empty() => {
+            format!("dropped on {host} at table {table}: no flow matched (table miss)")
+        }
+        // ofproto/trace prints no cookie for cookie 0: a flow netc never
+        // writes (each of netc's has its rule's cookie), added by hand
+        Fate::Dropped {
+            host,
+            table,
+            cookie: None,
+            matched,
+        } => format!(
+            "dropped on {host} at table {table} by a flow netc did not write (cookie 0: {matched}); `netc status -v` lists it as drift"
+        ),
         Fate::Uplink { host, nw_dst } => {
             format!("left {host} through the uplink towards {nw_dst} (not tunnelled)")
         }

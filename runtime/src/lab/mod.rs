@@ -98,12 +98,13 @@ fn host_dir(lab: &Path, host: &str) -> HostDir {
     }
 }
 
-/// `ovs-ofctl`'s switch argument for a host's br-int.
+/// `ovs-ofctl`'s switch argument for a host's br-int, with an absolute
+/// path: ovs-ofctl resolves a relative `unix:` path against its run
+/// directory, not the caller's, so `unix:.netc/lab/...` names nothing.
 pub fn switch_arg(lab: &Path, host: &str) -> String {
-    format!(
-        "unix:{}",
-        host_dir(lab, host).mgmt(topology::BRIDGE).display()
-    )
+    let mgmt = host_dir(lab, host).mgmt(topology::BRIDGE);
+    let mgmt = std::path::absolute(&mgmt).unwrap_or(mgmt);
+    format!("unix:{}", mgmt.display())
 }
 
 /// Starts (or reuses) the lab for `topo`; returns host → switch argument.

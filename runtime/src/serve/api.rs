@@ -420,7 +420,13 @@ fn plan(shared: &Shared, body: &Json) -> Reply {
             (false, cand)
         })
         .map_err(warm_error)?;
-    let (cand, staged) = cand?;
+    let (mut cand, staged) = cand?;
+    // devices that lost their state (a switch that was down, wiped by its
+    // controller): their entries are listed against nothing, so a consumer
+    // that programs them writes their whole state
+    for (dev, ch) in entries::changes(&[], &wiped_outputs(body, &cand.gen.outputs)?) {
+        cand.devices.insert(dev, ch);
+    }
     // a change made in stages (`apply` stages it as `netc apply` does) has
     // the stages' verdict, as `netc plan` gives it
     let verdict = staged
@@ -438,6 +444,28 @@ fn plan(shared: &Shared, body: &Json) -> Reply {
         "report_text": cand.report_text,
         "verify_error": cand.verify_error,
     }))
+}
+
+/// `"wiped": ["agg1", ...]`: the candidate's outputs of those devices.
+fn wiped_outputs(body: &Json, outputs: &[DeviceOutput]) -> Result<Vec<DeviceOutput>, ApiError> {
+    let Some(list) = body.get("wiped") else {
+        return Ok(Vec::new());
+    };
+    let bad = || {
+        ApiError::new(400, "bad_request", "`wiped` must be a list of device names")
+            .hint("e.g. {\"wiped\": [\"agg1\"]}: devices whose whole state the plan lists")
+    };
+    let names: BTreeSet<&str> = list
+        .as_array()
+        .ok_or_else(bad)?
+        .iter()
+        .map(|v| v.as_str().ok_or_else(bad))
+        .collect::<Result<_, _>>()?;
+    Ok(outputs
+        .iter()
+        .filter(|o| names.contains(o.device.as_str()))
+        .cloned()
+        .collect())
 }
 
 /// Per device, the artifact files a change rewrites (`changed`), adds or

@@ -100,6 +100,19 @@ pub struct OvsClient {
     pub scratch: PathBuf,
 }
 
+/// `unix:PATH` with PATH made absolute against the caller's directory:
+/// ovs-ofctl resolves a relative one against its own run directory, so
+/// `unix:.netc/lab/h1/br-int.mgmt` would name nothing. Other forms (a
+/// bridge name, `tcp:`, an absolute path) are kept as given.
+fn absolute_unix(bridge: &str) -> String {
+    match bridge.strip_prefix("unix:") {
+        Some(path) if !path.starts_with('/') && !path.is_empty() => std::path::absolute(path)
+            .map(|p| format!("unix:{}", p.display()))
+            .unwrap_or_else(|_| bridge.to_string()),
+        _ => bridge.to_string(),
+    }
+}
+
 struct Ran {
     ok: bool,
     stdout: String,
@@ -110,7 +123,7 @@ impl OvsClient {
     pub fn new(host: &str, bridge: &str) -> OvsClient {
         OvsClient {
             host: host.into(),
-            bridge: bridge.into(),
+            bridge: absolute_unix(bridge),
             ofctl: PathBuf::from("ovs-ofctl"),
             timeout: Duration::from_secs(300),
             scratch: std::env::temp_dir(),

@@ -24,6 +24,8 @@ pub struct Fabric {
     /// Host underlay address → (host, its ToR, the ToR's port, the `host`
     /// fact's `file:line`).
     pub hosts: BTreeMap<u32, (String, String, u32, String)>,
+    /// Switches the intent reports down (`switch_down`): nothing enters them.
+    pub down: std::collections::BTreeSet<String>,
 }
 
 pub(super) fn ip(t: &str) -> Option<u32> {
@@ -39,6 +41,18 @@ impl Fabric {
     pub fn from_facts(f: &Facts) -> Fabric {
         let rows = |r: &str| f.get(r).map(Vec::as_slice).unwrap_or(&[]);
         let mut fab = Fabric::default();
+        // a link at a port or switch reported down carries nothing
+        // (schema.ndl link_down, switch_down): the fabric has no wire there
+        let down_ports: std::collections::BTreeSet<(&str, i64)> = rows("link_down")
+            .iter()
+            .filter_map(|r| Some((r.vals.first()?.as_str(), r.vals.get(1)?.parse().ok()?)))
+            .collect();
+        let down_switches: std::collections::BTreeSet<&str> = rows("switch_down")
+            .iter()
+            .filter_map(|r| r.vals.first().map(String::as_str))
+            .collect();
+        fab.down = down_switches.iter().map(|s| s.to_string()).collect();
+        let down = |s: &str, p: i64| down_switches.contains(s) || down_ports.contains(&(s, p));
         for r in rows("link") {
             let v = &r.vals;
             let (Some(a), Some(ap), Some(b), Some(bp)) = (
@@ -49,6 +63,9 @@ impl Fabric {
             ) else {
                 continue;
             };
+            if down(a, i64::from(ap)) || down(b, i64::from(bp)) {
+                continue;
+            }
             fab.links
                 .insert((a.clone(), ap), (b.clone(), bp, r.at.clone()));
             fab.links

@@ -627,6 +627,10 @@ fn walk_from_everywhere(w: &mut Walk, class: &Bdd, addr: u32, vni: Option<u32>) 
     w.ok.clear();
     for i in nearest_first(w, addr) {
         let name = w.names[i].to_string();
+        if w.fabric.down.contains(&name) {
+            // a switch that is down forwards nothing: no packet enters it
+            continue;
+        }
         let mut set = class.clone();
         for ((sw, p), _) in w.attached.range((name.clone(), 0)..) {
             if *sw != name {

@@ -52,6 +52,8 @@ public final class NetcBridge implements NetcService {
     private long streamSince;
     private String appliedTopology;
     private ObjectNode lastFailure;
+    /** Switches whose rules the app dropped while they were down: their whole state is owed. */
+    private final java.util.Set<String> wiped = new java.util.TreeSet<>();
 
     public NetcBridge(NetcClient client, TopologyFacts topology, DeviceWriter writer, P4Updates decoder,
                       Supplier<List<NetcClient.IntentFile>> baseIntent) {
@@ -114,7 +116,15 @@ public final class NetcBridge implements NetcService {
     public synchronized JsonNode apply(boolean force) throws NetcException {
         List<NetcClient.IntentFile> files = intent();
         String topo = files.get(files.size() - 1).text;
-        JsonNode plan = client.plan(files, true);
+        Map<String, DeviceId> upNow = devicesByName();
+        java.util.Set<String> back = new java.util.TreeSet<>();
+        for (String name : wiped) {
+            DeviceId id = upNow.get(name);
+            if (id != null && !topology.isDown(id)) {
+                back.add(name);
+            }
+        }
+        JsonNode plan = client.plan(files, true, back);
         String verdict = plan.path("verdict").asText();
         if ("violated".equals(verdict) && !force) {
             ObjectNode detail = MAPPER.createObjectNode();
@@ -134,10 +144,23 @@ public final class NetcBridge implements NetcService {
         ArrayNode down = MAPPER.createArrayNode();
         // PLAN-1's order for switches: every switch is in one phase (VM moves order
         // only hosts), by name (verify/src/plan/migration.rs)
+        // a switch that is down (switch_down) is not written: what the app wrote
+        // there is dropped, and it gets its whole state when it is back
+        for (Map.Entry<String, DeviceId> e : new TreeMap<>(ids).entrySet()) {
+            if (topology.isDown(e.getValue())) {
+                if (wiped.add(e.getKey())) {
+                    writer.forget(e.getValue());
+                }
+                down.add(e.getKey());
+            }
+        }
         TreeMap<String, JsonNode> devices = new TreeMap<>();
         plan.path("devices").fields().forEachRemaining(d -> devices.put(d.getKey(), d.getValue()));
         for (Map.Entry<String, JsonNode> d : devices.entrySet()) {
             DeviceId id = ids.get(d.getKey());
+            if (id != null && topology.isDown(id)) {
+                continue;
+            }
             DeviceChange change = decode(d.getKey(), d.getValue().path("entries"));
             if (change.isEmpty()) {
                 if (change.other > 0) {
@@ -147,12 +170,6 @@ public final class NetcBridge implements NetcService {
             }
             if (id == null) {
                 notProgrammed.add(d.getKey());
-                continue;
-            }
-            if (topology.isDown(id)) {
-                // a switch that is down is out of the facts: its entries are all removed
-                writer.forget(id);
-                down.add(d.getKey());
                 continue;
             }
             try {
@@ -187,6 +204,7 @@ public final class NetcBridge implements NetcService {
             throw failure(e);
         }
         programmedGeneration = Math.max(programmedGeneration, applied.path("generation").asLong());
+        wiped.removeAll(back);
         appliedTopology = topo;
         lastFailure = null;
         ObjectNode out = applied.deepCopy();
@@ -275,6 +293,7 @@ public final class NetcBridge implements NetcService {
                 }
                 if (topology.isDown(id)) {
                     writer.forget(id);
+                    wiped.add(name);
                     continue;
                 }
                 try {

@@ -56,8 +56,20 @@ public class NetcClient {
     }
 
     public JsonNode plan(List<IntentFile> files, boolean verify) throws NetcException {
+        return plan(files, verify, java.util.Set.of());
+    }
+
+    /**
+     * Plans `files`; the devices in `wiped` (switches that lost their state
+     * while down) get their whole state listed, not a change (specs/serve.md).
+     */
+    public JsonNode plan(List<IntentFile> files, boolean verify, java.util.Set<String> wiped) throws NetcException {
         ObjectNode body = intent(files);
         body.put("verify", verify);
+        if (!wiped.isEmpty()) {
+            ArrayNode w = body.putArray("wiped");
+            new java.util.TreeSet<>(wiped).forEach(w::add);
+        }
         return call("POST", "/v1/plan", body, REQUEST_TIMEOUT);
     }
 

@@ -1,24 +1,27 @@
 //! ONOS's view of the network as netc facts (specs/intent.md §2): the
-//! `switch`, `link` and `host` facts of one intent text, rebuilt from
-//! DeviceService, LinkService and HostService whenever they change.
+//! `switch`, `link`, `host`, `link_down` and `switch_down` facts of one
+//! intent text, rebuilt from DeviceService, LinkService and HostService
+//! whenever they change.
 //!
 //! What becomes a fact: a device annotated `netc.role` and `netc.loopback`
 //! is a netc switch (name `netc.name`, else its device id made a valid netc
 //! name; table capacities `netc.host_cap`/`netc.ecmp_cap`/`netc.tunnel_cap`,
-//! else netc.p4's 16384/4096/512). A link between two such switches is a
-//! `link` fact while ONOS holds it ACTIVE, both its ports are enabled and both
-//! switches are available — a link or switch that goes down is a fact that
-//! disappears, and netc's rules recompute the routes and ECMP groups around
-//! it (failover is compiled, not hand-coded here). An ONOS host annotated
-//! `netc.name` (a server with netc's OVS bridge) attached to a netc switch is
-//! a `host` fact (its first IPv4 address is the underlay address). A switch
-//! that is down (ONOS: unavailable) and has no netc host attached is left
-//! out with its links — the fabric routes around it, and netc's verifier
-//! does not walk from a switch that is not there; one with hosts keeps its
-//! `switch` fact (the hosts name it) and loses every link, so its hosts are
-//! unreachable and netc's verifier says so (REACH-1) before anything is
-//! written. Guarantees: the text is deterministic (sorted), so an
-//! unchanged topology gives an identical text and posting it changes nothing.
+//! else netc.p4's 16384/4096/512). A link ONOS holds between two such
+//! switches is a `link` fact; while it does not carry traffic (not ACTIVE
+//! in both directions, or a port disabled) each end that is down is a
+//! `link_down(switch, port)` fact (the first end when ONOS says only that
+//! the link is inactive), and a switch ONOS holds unavailable is a
+//! `switch_down` fact. netc's rules recompute the routes, multicast trees
+//! and the VIP placement around them, and move a VIP off a switch that is
+//! down to the SMuxes: failover is compiled, not hand-coded here, and a
+//! link going down is a fact change the warm engine answers with deltas.
+//! A switch that is down keeps its `switch` fact, so its hosts stay named
+//! and, unreachable, are reported by netc's verifier (REACH-1) before
+//! anything is written. An ONOS host annotated `netc.name` (a server with
+//! netc's OVS bridge) attached to a netc switch is a `host` fact (its first
+//! IPv4 address is the underlay address). Guarantees: the text is
+//! deterministic (sorted), so an unchanged topology gives an identical text
+//! and posting it changes nothing.
 package org.netc.onos;
 
 import org.onlab.packet.IpAddress;
@@ -35,6 +38,7 @@ import org.onosproject.net.link.LinkService;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
 
@@ -76,19 +80,6 @@ public final class TopologyFacts {
         return !devices.isAvailable(id);
     }
 
-    /** A switch that is down and that no netc host names: not in the facts at all. */
-    private boolean leftOut(Device d) {
-        if (devices.isAvailable(d.id())) {
-            return false;
-        }
-        for (Host h : hosts.getHosts()) {
-            if (h.annotations().value(NAME) != null && h.location().deviceId().equals(d.id())) {
-                return false;
-            }
-        }
-        return true;
-    }
-
     private static boolean isSwitch(Device d) {
         return d.annotations().value(ROLE) != null && d.annotations().value(LOOPBACK) != null;
     }
@@ -106,8 +97,9 @@ public final class TopologyFacts {
     public String text() {
         Map<DeviceId, String> names = switchNames();
         TreeMap<String, String> switches = new TreeMap<>();
+        TreeSet<String> downFacts = new TreeSet<>();
         for (Device d : devices.getDevices()) {
-            if (!isSwitch(d) || leftOut(d)) {
+            if (!isSwitch(d)) {
                 continue;
             }
             StringBuilder caps = new StringBuilder();
@@ -118,11 +110,13 @@ public final class TopologyFacts {
             String name = names.get(d.id());
             switches.put(name, String.format("switch(%s, %s, %s%s).", quote(name),
                     quote(d.annotations().value(ROLE)), d.annotations().value(LOOPBACK).trim(), caps));
+            if (!devices.isAvailable(d.id())) {
+                downFacts.add(String.format("switch_down(%s).", quote(name)));
+            }
         }
         TreeSet<String> linkFacts = new TreeSet<>();
         for (Link l : links.getLinks()) {
-            Optional<String> fact = linkFact(l, names);
-            fact.ifPresent(linkFacts::add);
+            linkFacts(l, names, linkFacts, downFacts);
         }
         TreeSet<String> hostFacts = new TreeSet<>();
         for (Host h : hosts.getHosts()) {
@@ -135,24 +129,25 @@ public final class TopologyFacts {
             }
         }
         StringBuilder out = new StringBuilder();
-        out.append("// ONOS's topology as netc facts (switch, link, host), written by the netc ONOS app.\n");
+        out.append("// ONOS's topology as netc facts (switch, link, host, link_down, switch_down), ")
+                .append("written by the netc ONOS app.\n");
         switches.values().forEach(s -> out.append(s).append('\n'));
         linkFacts.forEach(s -> out.append(s).append('\n'));
         hostFacts.forEach(s -> out.append(s).append('\n'));
+        downFacts.forEach(s -> out.append(s).append('\n'));
         return out.toString();
     }
 
-    /** A link's fact, listed once (from the end whose name sorts first), if it is up. */
-    private Optional<String> linkFact(Link l, Map<DeviceId, String> names) {
+    /**
+     * A link's fact, listed once (from the end whose name sorts first), and
+     * while it carries nothing, a `link_down` fact for each end that is down.
+     * A switch that is down is `switch_down` already: its ends need no more.
+     */
+    private void linkFacts(Link l, Map<DeviceId, String> names, Set<String> linkOut, Set<String> downOut) {
         String a = names.get(l.src().deviceId());
         String b = names.get(l.dst().deviceId());
-        if (a == null || b == null || l.state() != Link.State.ACTIVE || !up(l.src()) || !up(l.dst())) {
-            return Optional.empty();
-        }
-        // ONOS holds each direction; both must be up for the link to carry traffic
-        Link back = links.getLink(l.dst(), l.src());
-        if (back != null && back.state() != Link.State.ACTIVE) {
-            return Optional.empty();
+        if (a == null || b == null) {
+            return;
         }
         ConnectPoint x = l.src();
         ConnectPoint y = l.dst();
@@ -165,16 +160,31 @@ public final class TopologyFacts {
         }
         String cap = l.annotations().value(CAPACITY);
         long mbps = cap != null ? Long.parseLong(cap.trim()) : speedOf(x).orElse(DEFAULT_LINK_MBPS);
-        return Optional.of(String.format("link(%s, %d, %s, %d, %d).", quote(a), x.port().toLong(), quote(b),
+        linkOut.add(String.format("link(%s, %d, %s, %d, %d).", quote(a), x.port().toLong(), quote(b),
                 y.port().toLong(), mbps));
+        boolean xDown = portDown(x);
+        boolean yDown = portDown(y);
+        if (xDown) {
+            downOut.add(String.format("link_down(%s, %d).", quote(a), x.port().toLong()));
+        }
+        if (yDown) {
+            downOut.add(String.format("link_down(%s, %d).", quote(b), y.port().toLong()));
+        }
+        // ONOS holds each direction; both must be ACTIVE for the link to carry traffic
+        Link back = links.getLink(l.dst(), l.src());
+        boolean inactive = l.state() != Link.State.ACTIVE || (back != null && back.state() != Link.State.ACTIVE);
+        if (inactive && !xDown && !yDown && devices.isAvailable(x.deviceId()) && devices.isAvailable(y.deviceId())) {
+            downOut.add(String.format("link_down(%s, %d).", quote(a), x.port().toLong()));
+        }
     }
 
-    private boolean up(ConnectPoint cp) {
+    /** The port is disabled (its switch being up: a switch down is `switch_down`). */
+    private boolean portDown(ConnectPoint cp) {
         if (!devices.isAvailable(cp.deviceId())) {
             return false;
         }
         Port p = devices.getPort(cp.deviceId(), cp.port());
-        return p == null || p.isEnabled();
+        return p != null && !p.isEnabled();
     }
 
     private Optional<Long> speedOf(ConnectPoint cp) {

@@ -1,7 +1,8 @@
 //! ONOS's topology as netc facts, on ONOS's own service adapters: every
-//! link once, a port or device that is down takes its links out (and only
-//! them), hosts are netc's servers only, defaults where annotations are
-//! missing, and the text does not depend on the order ONOS lists things in.
+//! link once, a port or link that is down a `link_down` fact (and only
+//! that), a device that is down a `switch_down` fact, hosts are netc's
+//! servers only, defaults where annotations are missing, and the text does
+//! not depend on the order ONOS lists things in.
 package org.netc.onos;
 
 import org.junit.Test;
@@ -51,15 +52,18 @@ public class TopologyFactsTest {
     }
 
     @Test
-    public void aPortDownTakesOutItsLinkOnly() {
+    public void aPortDownIsALinkDownFactForThatPortOnly() {
         FakeNetwork n = FakeNetwork.fromFacts(FACTS);
+        String up = n.topology().text();
+        assertFalse(up, up.contains("_down("));
         n.portDown("agg1", 1);
         String text = n.topology().text();
-        assertFalse(text, text.contains("\"agg1\", 1, \"tor1\""));
-        assertTrue(text, text.contains("link(\"agg2\", 1, \"tor1\", 50, 40000)."));
+        assertTrue("the link stays a fact", text.contains("link(\"agg1\", 1, \"tor1\", 49, 40000)."));
+        assertTrue(text, text.contains("link_down(\"agg1\", 1)."));
+        assertEquals(text, 1, text.split("_down\\(", -1).length - 1);
         assertTrue("the switch stays", text.contains("switch(\"agg1\""));
         n.portUp("agg1", 1);
-        assertTrue(n.topology().text().contains("link(\"agg1\", 1, \"tor1\", 49, 40000)."));
+        assertEquals(up, n.topology().text());
     }
 
     @Test
@@ -69,27 +73,22 @@ public class TopologyFactsTest {
         n.links.set(1, org.onosproject.net.DefaultLink.builder().providerId(FakeNetwork.PID).src(back.src())
                 .dst(back.dst()).type(Link.Type.DIRECT).state(Link.State.INACTIVE)
                 .annotations(back.annotations()).build());
-        assertFalse(n.topology().text().contains("\"agg1\", 1, \"tor1\""));
+        String text = n.topology().text();
+        assertTrue(text, text.contains("link_down(\"agg1\", 1)."));
+        assertFalse(text, text.contains("link_down(\"agg2\""));
     }
 
     @Test
-    public void aSwitchDownKeepsItsFactAndLosesItsLinks() {
+    public void aSwitchDownIsASwitchDownFactAndKeepsItsFacts() {
         FakeNetwork n = FakeNetwork.fromFacts(FACTS);
         n.down.add(FakeNetwork.deviceId("tor1"));
         String text = n.topology().text();
-        assertFalse(text, text.contains("link("));
+        assertTrue(text, text.contains("switch_down(\"tor1\")."));
+        assertFalse("its ends need no link_down of their own", text.contains("link_down("));
         assertTrue(text, text.contains("switch(\"tor1\""));
+        assertTrue(text, text.contains("link(\"agg1\", 1, \"tor1\", 49, 40000)."));
         assertTrue("its hosts still name it", text.contains("host(\"h1\""));
-    }
-
-    @Test
-    public void aSwitchDownWithoutHostsIsLeftOutWithItsLinks() {
-        FakeNetwork n = FakeNetwork.fromFacts(FACTS);
-        n.down.add(FakeNetwork.deviceId("agg1"));
-        String text = n.topology().text();
-        assertFalse(text, text.contains("\"agg1\""));
-        assertTrue(text, text.contains("link(\"agg2\", 1, \"tor1\", 50, 40000)."));
-        assertTrue(n.topology().isDown(FakeNetwork.deviceId("agg1")));
+        assertTrue(n.topology().isDown(FakeNetwork.deviceId("tor1")));
     }
 
     @Test
