@@ -186,6 +186,64 @@ def spoof_check_removed(d: Path, ex: str) -> Iterator[Mutant]:
                 break
 
 
+def _tenant_ports(text: str) -> dict[str, list[int]]:
+    """A bridge's VM ports by the VNI its table 0 gives them."""
+    ports: dict[str, list[int]] = {}
+    for m in re.finditer(r"^table=0,.*?in_port=(\d+),.*load:(\d+)->NXM_NX_REG6", text, re.M):
+        if m.group(1) != "1":
+            ports.setdefault(m.group(2), [])
+            if int(m.group(1)) not in ports[m.group(2)]:
+                ports[m.group(2)].append(int(m.group(1)))
+    return ports
+
+
+def _dip_ports(text: str) -> set[int]:
+    """The ports whose VM sends DSR replies (table 15 flows, by reg7)."""
+    return {int(p) for p in re.findall(r"^table=15,.*reg7=(\d+),", text, re.M)}
+
+
+# a DSR reply flow (table 32) delivering on this host: (vni, client address, port)
+LOCAL_REPLY = r"table=32,.*reg6=(\d+),nw_dst=([\d.]+),actions=.*mod_dl_dst:[0-9a-f:]+,output:(\d+)$"
+
+
+def dsr_reply_misdelivered(d: Path, ex: str) -> Iterator[Mutant]:
+    """A DSR reply flow (table 32: the source already rewritten to the VIP)
+    delivering to another VM's port of the same tenant, on a host where a
+    DIP other than that VM sends replies."""
+    for f in sorted((d / "ovs").glob("*.flows")):
+        text = f.read_text()
+        ports, dips = _tenant_ports(text), _dip_ports(text)
+        for i, line in enumerate(lines_of(text)):
+            m = re.match(LOCAL_REPLY, line.strip())
+            if not m:
+                continue
+            same = dips & set(ports.get(m.group(1), []))  # DIPs whose replies take this VNI's flows
+            other = [p for p in ports.get(m.group(1), []) if p != int(m.group(3)) and same - {p}]
+            if other:
+                new = re.sub(r"output:\d+$", f"output:{other[0]}", line.rstrip("\n")) + "\n"
+                yield Mutant("dsr-reply-misdelivered", ex, f"ovs/{f.name}", replace_line(i, new),
+                             ("ISO-1",), f"{f.name}:{i + 1} delivers to port {other[0]}")
+
+
+def dsr_reply_match_changed(d: Path, ex: str) -> Iterator[Mutant]:
+    """A DSR reply flow delivering on its host matching another address of
+    the tenant: replies to that address reach this flow's VM (PUSH-1 too
+    when a flow already matches it)."""
+    for f in sorted((d / "ovs").glob("*.flows")):
+        text = f.read_text()
+        ports, dips = _tenant_ports(text), _dip_ports(text)
+        clients = re.findall(r"^table=32,.*reg6=(\d+),nw_dst=([\d.]+),", text, re.M)
+        for i, line in enumerate(lines_of(text)):
+            m = re.match(LOCAL_REPLY, line.strip())
+            if not m or not (dips & set(ports.get(m.group(1), []))) - {int(m.group(3))}:
+                continue
+            others = sorted({ip for v, ip in clients if v == m.group(1) and ip != m.group(2)})
+            if others:
+                new = line.replace(f"nw_dst={m.group(2)},", f"nw_dst={others[0]},", 1)
+                yield Mutant("dsr-reply-match-changed", ex, f"ovs/{f.name}", replace_line(i, new),
+                             ("ISO-1",), f"{f.name}:{i + 1} matches {others[0]}")
+
+
 def p4_unknown_action(d: Path, ex: str) -> Iterator[Mutant]:
     """A switch entry naming an action id the P4Info lacks (P4Runtime refuses the write)."""
     for p in sorted((d / "p4").glob("*.txtpb"))[:2] if (d / "p4").is_dir() else []:
@@ -217,7 +275,7 @@ KINDS = [
     mcast_bucket_removed, mcast_receive_flow_removed, mcast_replica_removed,
     hostlb_bucket_removed, hostlb_weight_changed,
     group_undefined, group_twice, flow_duplicate_other_action, vm_delivery_removed, spoof_check_removed,
-    p4_unknown_action,
+    p4_unknown_action, dsr_reply_misdelivered, dsr_reply_match_changed,
     benign_reordered, benign_cookie, benign_blank_lines,
 ]
 

@@ -3,7 +3,9 @@
 //! Expects a [`Network`] and a [`Policy`]. Guarantees: for every VM with a
 //! port, the set of all packets it can send is traced symbolically (one
 //! trace per VM; nothing is sampled), and every outcome is checked:
-//! - ISO-1: a delivery to a VM of another tenant, or to a port no VM owns;
+//! - ISO-1: a delivery to a VM of another tenant, or to a port no VM owns,
+//!   or of a packet whose source the path rewrote (a DSR reply) to a VM
+//!   whose address it is not destined to;
 //! - ISO-2: a delivery of a multicast packet (dst in 224.0.0.0/4) to a VM
 //!   that is not an accepted member of the sender's (tenant, group);
 //! - ISO-3: any packet leaving the sender's table 0 alive whose source MAC
@@ -434,6 +436,26 @@ pub fn check_outcomes<'p>(
         if b.tenant != a.tenant {
             continue;
         }
+        if let Some(v) = misdirected(space, &o.pkt, b, ip).filter(|_| bi != ai) {
+            violations.push(Violation {
+                invariant: "ISO-1",
+                summary: format!(
+                    "{}/{}'s packets with their source rewritten to {} reach {}/{}, although they are not destined to its address {}",
+                    a.tenant,
+                    a.name,
+                    match o.pkt.read(Field::NwSrc) {
+                        Val::Const(x) => std::net::Ipv4Addr::from(x as u32).to_string(),
+                        _ => "?".into(),
+                    },
+                    b.tenant,
+                    b.name,
+                    std::net::Ipv4Addr::from(b.ip)
+                ),
+                from: ai,
+                set: v,
+                to: Some(bi),
+            });
+        }
         if !mc.is_false() {
             let mut member_of = space.none();
             // only the sender's tenant's groups (the map is ordered by
@@ -480,6 +502,27 @@ pub fn check_outcomes<'p>(
         delivered,
         ok_src,
     }
+}
+
+/// The packets of `pkt` delivered to VM `b` that break ISO-1's clause on
+/// rewritten sources: a packet whose source address the path rewrote to a
+/// constant (a DSR reply's VIP:port, a source NAT) is delivered only to the
+/// VM its destination address names. `None` when every one is (or the
+/// destination is unknown: a NAT'd destination cannot be judged here).
+fn misdirected(space: &Space, pkt: &crate::bridge::Pkt, b: &Vm, ip: &Bdd) -> Option<Bdd> {
+    if !matches!(pkt.over.get(&Field::NwSrc), Some(Val::Const(_))) {
+        return None;
+    }
+    let bad = match pkt.read(Field::NwDst) {
+        Val::Const(d) if d == u128::from(b.ip) => return None,
+        Val::Const(_) => pkt.set.and(ip),
+        Val::Alias(f) => pkt
+            .set
+            .and(ip)
+            .and_not(&space.field_eq(f, u128::from(b.ip), 0xffff_ffff)),
+        Val::Unknown => return None,
+    };
+    (!bad.is_false()).then_some(bad)
 }
 
 /// VM `vm` of `tenant`'s DSR replies (proto, target port), in set order:
