@@ -608,6 +608,17 @@ impl Bridge {
                                 why: format!("group {g} does not exist"),
                             },
                         )),
+                        // no bucket, no copy: shown where drops are kept, so
+                        // a counterexample names the group that lost them
+                        Some(group) if group.buckets.is_empty() && keep_drops => {
+                            out.push(self.end(
+                                pkt.clone(),
+                                path,
+                                End::Drop {
+                                    why: format!("group {g} has no buckets"),
+                                },
+                            ))
+                        }
                         Some(group) => {
                             for (b, bucket) in group.buckets.iter().enumerate() {
                                 let mut p = path.to_vec();

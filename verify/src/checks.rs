@@ -3,7 +3,9 @@
 //! Expects a [`Network`] and a [`Policy`]. Guarantees: for every VM with a
 //! port, the set of all packets it can send is traced symbolically (one
 //! trace per VM; nothing is sampled), and every outcome is checked:
-//! - ISO-1: a delivery to a VM of another tenant, or to a port no VM owns;
+//! - ISO-1: a delivery to a VM of another tenant, or to a port no VM owns,
+//!   or of a packet whose source the path rewrote (a DSR reply) to a VM
+//!   whose address it is not destined to;
 //! - ISO-2: a delivery of a multicast packet (dst in 224.0.0.0/4) to a VM
 //!   that is not an accepted member of the sender's (tenant, group);
 //! - ISO-3: any packet leaving the sender's table 0 alive whose source MAC
@@ -12,7 +14,10 @@
 //!   vnet, the IPv4 packets a sends with its own addresses to b's address
 //!   that arrive at b's port with source and destination unrewritten equal
 //!   exactly those the tenant's ACLs allow. REACH-1 = allowed but not
-//!   delivered; ACL-1 = delivered but denied.
+//!   delivered; ACL-1 = delivered but denied;
+//! - REACH-1 for multicast (needs the intent): every accepted member of a
+//!   group receives, at its port, every packet a member or declared sender
+//!   of the group sends to it that the tenant's ACLs allow.
 //!
 //! Each violation carries the set of offending packets; `report.rs` turns
 //! it into a concrete counterexample.
@@ -431,6 +436,26 @@ pub fn check_outcomes<'p>(
         if b.tenant != a.tenant {
             continue;
         }
+        if let Some(v) = misdirected(space, &o.pkt, b, ip).filter(|_| bi != ai) {
+            violations.push(Violation {
+                invariant: "ISO-1",
+                summary: format!(
+                    "{}/{}'s packets with their source rewritten to {} reach {}/{}, although they are not destined to its address {}",
+                    a.tenant,
+                    a.name,
+                    match o.pkt.read(Field::NwSrc) {
+                        Val::Const(x) => std::net::Ipv4Addr::from(x as u32).to_string(),
+                        _ => "?".into(),
+                    },
+                    b.tenant,
+                    b.name,
+                    std::net::Ipv4Addr::from(b.ip)
+                ),
+                from: ai,
+                set: v,
+                to: Some(bi),
+            });
+        }
         if !mc.is_false() {
             let mut member_of = space.none();
             // only the sender's tenant's groups (the map is ordered by
@@ -461,11 +486,12 @@ pub fn check_outcomes<'p>(
             matches!(o.pkt.read(f), Val::Const(_) | Val::Unknown) && o.pkt.over.contains_key(&f)
         };
         if !rewritten(Field::NwSrc) && !rewritten(Field::NwDst) {
-            let d =
-                o.pkt
-                    .set
-                    .and(ip)
-                    .and(&space.field_eq(Field::NwDst, u128::from(b.ip), 0xffff_ffff));
+            // to b's address (the pairs) or to a group (the members' copies)
+            let to_b = space
+                .field_eq(Field::NwDst, u128::from(b.ip), 0xffff_ffff)
+                .and(ip)
+                .or(multicast);
+            let d = o.pkt.set.and(&to_b);
             let e = delivered.entry(bi).or_insert_with(|| space.none());
             *e = e.or(&d);
         }
@@ -476,6 +502,27 @@ pub fn check_outcomes<'p>(
         delivered,
         ok_src,
     }
+}
+
+/// The packets of `pkt` delivered to VM `b` that break ISO-1's clause on
+/// rewritten sources: a packet whose source address the path rewrote to a
+/// constant (a DSR reply's VIP:port, a source NAT) is delivered only to the
+/// VM its destination address names. `None` when every one is (or the
+/// destination is unknown: a NAT'd destination cannot be judged here).
+fn misdirected(space: &Space, pkt: &crate::bridge::Pkt, b: &Vm, ip: &Bdd) -> Option<Bdd> {
+    if !matches!(pkt.over.get(&Field::NwSrc), Some(Val::Const(_))) {
+        return None;
+    }
+    let bad = match pkt.read(Field::NwDst) {
+        Val::Const(d) if d == u128::from(b.ip) => return None,
+        Val::Const(_) => pkt.set.and(ip),
+        Val::Alias(f) => pkt
+            .set
+            .and(ip)
+            .and_not(&space.field_eq(f, u128::from(b.ip), 0xffff_ffff)),
+        Val::Unknown => return None,
+    };
+    (!bad.is_false()).then_some(bad)
 }
 
 /// VM `vm` of `tenant`'s DSR replies (proto, target port), in set order:
@@ -509,9 +556,6 @@ fn pairs<'p>(
     if !policy.from_intent {
         return res;
     }
-    let Some(vnet) = policy.vnet_of(&a.tenant, a.ip) else {
-        return res;
-    };
     let acl = shared.acl(space, policy, a.tenant.as_str());
     let mut from_a = ok_src.and(ip);
     for (proto, port) in dsr_replies(policy, &a.tenant, &a.name) {
@@ -520,6 +564,10 @@ fn pairs<'p>(
             .and(&space.field_eq(Field::TpSrc, u128::from(port), 0xffff));
         from_a = from_a.and_not(&reply);
     }
+    res = members_reached(space, policy, shared, ai, delivered, &from_a, &acl, res);
+    let Some(vnet) = policy.vnet_of(&a.tenant, a.ip) else {
+        return res;
+    };
     for bi in shared.tenant_vms(&a.tenant) {
         let b = &policy.vms[bi];
         if bi == ai || policy.vnet_of(&b.tenant, b.ip) != Some(vnet) {
@@ -555,6 +603,71 @@ fn pairs<'p>(
                 set: extra,
                 to: Some(bi),
             });
+        }
+    }
+    res
+}
+
+/// REACH-1 for multicast: for every group of `a`'s tenant that `a` is a
+/// member or a declared sender of, every other accepted member receives
+/// every packet `a` sends to the group with its own addresses that the
+/// tenant's ACLs allow (`from_a`: DSR replies excepted, as for the pairs).
+/// A group bucket, a switch replica or a member's host flow lost is a
+/// member that misses its copy.
+#[allow(clippy::too_many_arguments)]
+fn members_reached<'p>(
+    space: &Space,
+    policy: &'p Policy,
+    shared: &Shared<'p>,
+    ai: usize,
+    delivered: &BTreeMap<usize, Bdd>,
+    from_a: &Bdd,
+    acl: &Bdd,
+    mut res: VmChecked,
+) -> VmChecked {
+    let a = &policy.vms[ai];
+    let own = (a.tenant.clone(), 0)..=(a.tenant.clone(), u32::MAX);
+    let mut peers: Option<Vec<usize>> = None;
+    for ((_, g), members) in policy.mcast.range(own) {
+        let sends = members.contains(&a.name)
+            || policy
+                .mcast_senders
+                .get(&(a.tenant.clone(), *g))
+                .is_some_and(|s| s.contains(&a.name));
+        if !sends {
+            continue;
+        }
+        let want = from_a
+            .and(&space.field_eq(Field::NwDst, u128::from(*g), 0xffff_ffff))
+            .and(acl);
+        if want.is_false() {
+            continue;
+        }
+        let peers = peers.get_or_insert_with(|| shared.tenant_vms(&a.tenant));
+        for &bi in peers.iter() {
+            let b = &policy.vms[bi];
+            if bi == ai || !members.contains(&b.name) {
+                continue;
+            }
+            let none = space.none();
+            let lost = want.and_not(delivered.get(&bi).unwrap_or(&none));
+            if !lost.is_false() {
+                res.violations.push(Violation {
+                    invariant: "REACH-1",
+                    summary: format!(
+                        "{}/{} → group {} of tenant {}: member {}/{} does not receive packets the ACLs allow",
+                        a.tenant,
+                        a.name,
+                        std::net::Ipv4Addr::from(*g),
+                        a.tenant,
+                        b.tenant,
+                        b.name
+                    ),
+                    from: ai,
+                    set: lost,
+                    to: Some(bi),
+                });
+            }
         }
     }
     res

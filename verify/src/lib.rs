@@ -49,6 +49,7 @@ pub mod bridge;
 pub mod checks;
 pub mod dirty;
 pub mod host_docs;
+pub mod hostlb;
 pub mod incremental;
 pub mod kept;
 pub mod lb;
@@ -221,6 +222,7 @@ impl TableFindings {
             aff1: {
                 let mut aff1 = tables::aff1(input.artifacts, input.policy);
                 aff1.extend(probes::check(input.artifacts, input.policy));
+                aff1.extend(hostlb::aff1(net, input.artifacts, input.policy));
                 aff1
             },
             aff3: nf::aff3(net, input.artifacts, input.policy, input.limit),

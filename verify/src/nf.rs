@@ -287,7 +287,7 @@ fn five_tuple(h: &Headers) -> String {
     )
 }
 
-fn path_text(net: &Network, a: &Artifacts, path: &[Hop], end: String) -> PathCx {
+pub(crate) fn path_text(net: &Network, a: &Artifacts, path: &[Hop], end: String) -> PathCx {
     let mut hops = Vec::new();
     for h in path {
         match *h {

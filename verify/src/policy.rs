@@ -64,6 +64,10 @@ pub struct Policy {
     pub acl_default: Arc<BTreeMap<String, bool>>,
     /// (tenant, group) → member VM names.
     pub mcast: Arc<BTreeMap<(String, u32), BTreeSet<String>>>,
+    /// (tenant, group) → VMs declared senders (`mcast_sender`, not denied):
+    /// with the members, the VMs whose packets to the group every member
+    /// must receive (REACH-1, multicast).
+    pub mcast_senders: Arc<BTreeMap<(String, u32), BTreeSet<String>>>,
     /// underlay address → device.
     pub underlay: Arc<BTreeMap<u32, String>>,
     /// switch → (host, ecmp, tunnel) capacity.
@@ -218,6 +222,18 @@ impl Policy {
                 && allow.get(&key).is_none_or(|a| a.contains(&v[2]));
             if let (true, Some(g)) = (ok, parse_ip(&v[1])) {
                 Arc::make_mut(&mut p.mcast)
+                    .entry((v[0].clone(), g))
+                    .or_default()
+                    .insert(v[2].clone());
+            }
+        }
+        for r in rows("mcast_sender") {
+            let v = &r.vals;
+            if v.len() < 3 || deny.contains(&(v[0].clone(), v[1].clone(), v[2].clone())) {
+                continue;
+            }
+            if let Some(g) = parse_ip(&v[1]) {
+                Arc::make_mut(&mut p.mcast_senders)
                     .entry((v[0].clone(), g))
                     .or_default()
                     .insert(v[2].clone());

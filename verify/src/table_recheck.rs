@@ -90,6 +90,10 @@ pub struct TableChecks {
     /// of numbers, not a parse of every row.
     members: [Vec<Option<(u64, u32)>>; 2],
     aff3: Vec<Counterexample>,
+    /// AFF-1 on the hosts' load-balancer groups ([`crate::hostlb`]).
+    aff1_hostlb: Vec<Counterexample>,
+    /// The bridges with a host load-balancer group.
+    hashed: BTreeSet<String>,
     aff4: Vec<Counterexample>,
     cap1: Vec<Counterexample>,
     /// Each switch's CAP-1 table use, moved by the rows added and removed
@@ -125,6 +129,13 @@ impl TableChecks {
             probes_dsr: p.dsr.clone(),
             members: tunnel_members(a),
             aff3: nf::aff3(net, a, p, limit),
+            aff1_hostlb: crate::hostlb::aff1(net, a, p),
+            hashed: net
+                .bridges
+                .iter()
+                .filter(|b| crate::hostlb::bridge_has_hashed(b))
+                .map(|b| b.name.clone())
+                .collect(),
             aff4: tables::aff4_with(a, p, snat.values().flatten().map(|(_, g)| g)),
             cap1: tables::cap1_of(&cap_use, p),
             cap_use,
@@ -280,6 +291,21 @@ impl TableChecks {
             };
         }
         self.lap("NF taps of dirty bridges", &mut t0);
+        for dev in &t.dirty.devices {
+            match net
+                .bridge(dev)
+                .filter(|b| crate::hostlb::bridge_has_hashed(b))
+            {
+                Some(_) => self.hashed.insert(dev.clone()),
+                None => self.hashed.remove(dev),
+            };
+        }
+        // the host load balancers' buckets are followed through the network
+        let reads = !t.dirty.devices.is_empty() || t.vms || t.underlay;
+        if reads && (!self.hashed.is_empty() || !self.aff1_hostlb.is_empty()) {
+            self.aff1_hostlb = crate::hostlb::aff1(net, a, p);
+            self.ran("AFF-1 host load balancers", &mut t0);
+        }
         // AFF-3 reads paths through the whole network: vacuous without taps
         if !self.tapped.is_empty() || !self.aff3.is_empty() {
             self.aff3 = nf::aff3(net, a, p, limit);
@@ -306,6 +332,7 @@ impl TableChecks {
         let mut aff1: Vec<Counterexample> = self.aff1_vectors.values().flatten().cloned().collect();
         aff1.extend(self.aff1_tunnels.iter().map(|(_, _, c)| c.clone()));
         aff1.extend(self.aff1_probes.iter().cloned());
+        aff1.extend(self.aff1_hostlb.iter().cloned());
         TableFindings {
             push1: self.push1.values().flatten().cloned().collect(),
             aff1,

@@ -254,6 +254,15 @@ pub(super) fn policy_changes(
         tenants.insert(t.clone());
         mcast_tenants.insert(t.clone())
     });
+    // a sender's packets must reach the members: its tenant is re-checked
+    differing(
+        &old.mcast_senders,
+        &new.mcast_senders,
+        PartialEq::eq,
+        |(t, _)| {
+            tenants.insert(t.clone());
+        },
+    );
     if !Arc::ptr_eq(&old.dsr, &new.dsr) {
         for (t, ..) in old.dsr.symmetric_difference(&new.dsr) {
             tenants.insert(t.clone());
@@ -547,6 +556,7 @@ mod tests {
         );
         q.acl_default = Arc::new((*p.acl_default).clone());
         q.mcast = Arc::new((*p.mcast).clone());
+        q.mcast_senders = Arc::new((*p.mcast_senders).clone());
         q.underlay = Arc::new((*p.underlay).clone());
         q.vips = Arc::new((*p.vips).clone());
         q.backends = Arc::new((*p.backends).clone());
@@ -585,6 +595,11 @@ mod tests {
             if a.mcast.get(k) != b.mcast.get(k) {
                 tenants.insert(k.0.clone());
                 mcast.insert(k.0.clone());
+            }
+        }
+        for k in a.mcast_senders.keys().chain(b.mcast_senders.keys()) {
+            if a.mcast_senders.get(k) != b.mcast_senders.get(k) {
+                tenants.insert(k.0.clone());
             }
         }
         for (t, ..) in a.dsr.symmetric_difference(&b.dsr) {

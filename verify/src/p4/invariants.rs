@@ -24,7 +24,9 @@
 //!   is installed.
 //! - REACH-2 and REACH-1 on the underlay: each switch is summarised for
 //!   the VIPs, TIPs and hosts followed, and [`super::reach`] walks them
-//!   across the fabric once every switch is summarised.
+//!   across the fabric once every switch is summarised;
+//! - REACH-1 on the multicast tree (`mcast.rs`): a group's copy from every
+//!   sending host reaches every member's host over the replicas and links.
 //!
 //! Each violation gives a concrete packet of the offending class (a
 //! witness whose hash takes the slot; its frame, VXLAN-encapsulated when it
@@ -341,6 +343,7 @@ pub fn check(a: &Artifacts, policy: &Policy) -> Result<Checked, ArtifactError> {
     if policy.from_intent {
         let r = super::reach::check(&sws, &info, &sums, &targets, &si.fabric, &si.attached);
         out.extend(r.counterexamples);
+        out.extend(super::mcast::members_reached(&sws, &info, policy));
         done.followed = r.followed;
         done.hosts = r.hosts;
     }

@@ -32,6 +32,7 @@ pub mod affinity;
 pub mod reach;
 pub mod frame;
 pub mod hop;
+pub mod mcast;
 
 use crate::artifacts::{ArtifactError, Row, SwitchText};
 use request::{Entity, EntryAction, FieldMatch, P4Info, Update, UpdateType};
