@@ -8,6 +8,7 @@
 //! texts a daemon received from a caller: includes name only those texts or
 //! files under one directory.
 
+pub mod components;
 pub mod confine;
 pub mod lexer;
 pub mod parser;
@@ -30,6 +31,13 @@ pub fn parse_text(
     let mut program = Program::default();
     parse_file_into(sources, id, &mut Vec::new(), &mut program, diags, None);
     program
+}
+
+/// Expands what the front end turns into plain relations and rules:
+/// components, then `eqrel` declarations (an instance's `eqrel` too).
+pub fn expand(program: &mut Program, diags: &mut Diagnostics) {
+    components::expand(program, diags);
+    components::desugar_eqrel(program, diags);
 }
 
 /// Parses a caller's text whose `.include`s may name only what `scope`
@@ -93,6 +101,10 @@ fn parse_file_into(
     for p in parsed {
         match p {
             parser::Parsed::Item(item) => program.items.push(item),
+            parser::Parsed::Items(items) => program.items.extend(items),
+            parser::Parsed::Pragma(key, _, span) => {
+                components::pragma(&key, span, &mut program.pragmas_seen, diags)
+            }
             parser::Parsed::Include(name, span) => {
                 let target = match scope {
                     Some(scope) => scope.resolve(sources, id, &name, span),
