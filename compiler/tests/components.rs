@@ -190,3 +190,52 @@ fn numeric_conversions_have_souffles_overloads() {
     );
     assert_eq!(names, ["r"]);
 }
+
+#[test]
+fn unsupported_souffle_constructs_are_named_with_a_pointer_to_the_spec() {
+    for (text, construct, at) in [
+        (".type P = [a: number]\n", "record types", "t.dl:1:11"),
+        (
+            ".type S = C { r: number } | D { s: number }\n",
+            "algebraic data types",
+            "t.dl:1:11",
+        ),
+        (
+            ".decl r(x: number) choice-domain x\n",
+            "`choice-domain`",
+            "t.dl:1:20",
+        ),
+        (
+            ".decl r(x: number)\nr(x) <= r(y) :- x < y.\n",
+            "subsumption",
+            "t.dl:2:6",
+        ),
+        (
+            ".decl r(x: number)\n.limitsize r(n=5)\n",
+            "`.limitsize`",
+            "t.dl:2:1",
+        ),
+        (
+            ".decl r(x: number)\nr(x) :- x = range(0, 5).\n",
+            "`range`",
+            "t.dl:2:13",
+        ),
+        (
+            ".decl r(x: number)\n.decl m(x: float)\nm(v) :- r(_), v = mean x : { r(x) }.\n",
+            "`mean` aggregate",
+            "t.dl:3:19",
+        ),
+    ] {
+        let (d, rendered) = diagnostics(text);
+        assert!(
+            d.iter()
+                .any(|(_, m)| m.contains(construct) && m.contains("not supported")),
+            "{text}: {rendered}"
+        );
+        assert!(
+            rendered.contains("specs/language.md section 10"),
+            "{rendered}"
+        );
+        assert!(rendered.contains(at), "{text}: {rendered}");
+    }
+}

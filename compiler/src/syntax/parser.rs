@@ -69,7 +69,7 @@ const AGGREGATES: &[(&str, AggFunc)] = &[
 fn unsupported(span: Span, what: &str) -> ParseError {
     ParseError {
         span,
-        message: format!("{what} is not supported by netc"),
+        message: format!("not supported by netc: {what}"),
         hint: Some(
             "specs/language.md section 10 lists what netc does not implement of Souffle".into(),
         ),

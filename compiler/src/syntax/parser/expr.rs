@@ -150,6 +150,16 @@ impl Parser<'_> {
                 Ok(e)
             }
             Tok::Ident(name) => {
+                // Souffle's `mean x : { body }` (a variable may be named `mean`)
+                if name == "mean"
+                    && (matches!(self.peek_at(1), Tok::Colon)
+                        || matches!(
+                            (self.peek_at(1), self.peek_at(2)),
+                            (Tok::Ident(_), Tok::Colon)
+                        ))
+                {
+                    return Err(super::unsupported(self.span(), "the `mean` aggregate"));
+                }
                 if let Some(func) = aggregate(&name) {
                     if let Some(agg) = self.aggregate(func)? {
                         return Ok(agg);
