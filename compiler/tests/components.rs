@@ -194,6 +194,21 @@ fn numeric_conversions_have_souffles_overloads() {
 #[test]
 fn unsupported_souffle_constructs_are_named_with_a_pointer_to_the_spec() {
     for (text, construct, at) in [
+        (
+            ".decl r(x: number)\nr(x) :- r(x), x = nil.\n",
+            "records (`nil`)",
+            "t.dl:2:19",
+        ),
+        (
+            ".decl r(x: number)\nr(x) :- r(x), x = $A(1).\n",
+            "ADT constructors",
+            "t.dl:2:19",
+        ),
+        (
+            ".decl r(x: number)\nr(x) :- r(x), x = [1, 2].\n",
+            "record values",
+            "t.dl:2:19",
+        ),
         (".type P = [a: number]\n", "record types", "t.dl:1:11"),
         (
             ".type S = C { r: number } | D { s: number }\n",

@@ -149,6 +149,16 @@ impl Parser<'_> {
                 self.expect(Tok::RParen, "`)` to close the parenthesis", None)?;
                 Ok(e)
             }
+            Tok::Error(c) if c == "$" => Err(super::unsupported(
+                self.span(),
+                "ADT constructors (`$Branch(...)`)",
+            )),
+            Tok::Error(c) if c == "[" => {
+                Err(super::unsupported(self.span(), "record values (`[a, b]`)"))
+            }
+            Tok::Ident(name) if name == "nil" => {
+                Err(super::unsupported(self.span(), "records (`nil`)"))
+            }
             Tok::Ident(name) => {
                 // Souffle's `mean x : { body }` (a variable may be named `mean`)
                 if name == "mean"
