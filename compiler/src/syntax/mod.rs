@@ -6,7 +6,9 @@
 //! included items in place, and reports include cycles and missing files at
 //! the `.include` that named them. [`confine`] is the stricter resolution for
 //! texts a daemon received from a caller: includes name only those texts or
-//! files under one directory.
+//! files under one directory. [`components`] expands Souffle's components
+//! and `eqrel` relations into plain relations and rules ([`expand`], run on
+//! the whole program once every file is parsed).
 
 pub mod components;
 pub mod confine;
@@ -35,6 +37,8 @@ pub fn parse_text(
 
 /// Expands what the front end turns into plain relations and rules:
 /// components, then `eqrel` declarations (an instance's `eqrel` too).
+/// Runs on the whole program, so a component may be declared in one file
+/// and instantiated in another.
 pub fn expand(program: &mut Program, diags: &mut Diagnostics) {
     components::expand(program, diags);
     components::desugar_eqrel(program, diags);
