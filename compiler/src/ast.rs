@@ -24,7 +24,7 @@
 //! conj      := lit ("," lit)*
 //! lit       := "!" atom | atom | expr CMP expr | NAME "(" args ")" | "(" disj ")" | "true" | "false"
 //! expr      := VAR | "_" | literal | NAME "(" args ")" | expr BINOP expr | "-" expr
-//!            | ("count" | "sum" | "min" | "max") [expr] ":" ( atom | "{" disj "}" )
+//!            | ("count" | "sum" | "min" | "max" | "mean") [expr] ":" ( atom | "{" disj "}" )
 //! ```
 
 use crate::source::Span;

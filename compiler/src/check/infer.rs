@@ -627,6 +627,9 @@ fn souffle_unsupported(name: &str) -> Option<&'static str> {
         "range" | "urange" | "frange" => "a generator of several values",
         "autoinc" => "a counter that depends on evaluation order",
         "ord" => "the ordinal of a symbol, which depends on interning order",
+        crate::syntax::mean::MARKER => {
+            "an aggregate netc supports only in the form `v = mean x : { ... }`"
+        }
         _ => return None,
     })
 }

@@ -13,6 +13,7 @@
 pub mod components;
 pub mod confine;
 pub mod lexer;
+pub mod mean;
 pub mod parser;
 
 use crate::ast::Program;
@@ -42,6 +43,7 @@ pub fn parse_text(
 pub fn expand(program: &mut Program, diags: &mut Diagnostics) {
     components::expand(program, diags);
     components::desugar_eqrel(program, diags);
+    mean::desugar(program);
 }
 
 /// Parses a caller's text whose `.include`s may name only what `scope`

@@ -168,7 +168,16 @@ impl Parser<'_> {
                             (Tok::Ident(_), Tok::Colon)
                         ))
                 {
-                    return Err(super::unsupported(self.span(), "the `mean` aggregate"));
+                    // parsed as `sum`, marked; `syntax::mean` rewrites it
+                    let at = self.span();
+                    if let Some(agg) = self.aggregate(AggFunc::Sum)? {
+                        let marker = crate::ast::Ident {
+                            name: crate::syntax::mean::MARKER.to_string(),
+                            span: at,
+                        };
+                        let span = agg.span();
+                        return Ok(Expr::Call(marker, vec![agg], span));
+                    }
                 }
                 if let Some(func) = aggregate(&name) {
                     if let Some(agg) = self.aggregate(func)? {
