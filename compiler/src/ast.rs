@@ -10,8 +10,11 @@
 //!
 //! ```text
 //! program   := item*
-//! item      := decl | type | directive | rule
+//! item      := decl | type | directive | rule | comp | init | pragma
 //! decl      := ".decl" NAME ("," NAME)* "(" [attr ("," attr)*] ")" qualifier*
+//! comp      := ".comp" NAME ["<" NAME,* ">"] [":" NAME ["<" NAME,* ">"] ("," ...)*] "{" (item | ".override" NAME)* "}"
+//! init      := ".init" NAME "=" NAME ["<" NAME,* ">"]
+//! pragma    := ".pragma" STRING [STRING]
 //! attr      := ["@"] NAME ":" TYPE
 //! type      := ".type" NAME ("<:" TYPE | "=" TYPE ("|" TYPE)*)
 //! directive := (".input" | ".output" | ".printsize") NAME ("," NAME)* ["(" key "=" value, ... ")"]
@@ -21,7 +24,7 @@
 //! conj      := lit ("," lit)*
 //! lit       := "!" atom | atom | expr CMP expr | NAME "(" args ")" | "(" disj ")" | "true" | "false"
 //! expr      := VAR | "_" | literal | NAME "(" args ")" | expr BINOP expr | "-" expr
-//!            | ("count" | "sum" | "min" | "max") [expr] ":" ( atom | "{" disj "}" )
+//!            | ("count" | "sum" | "min" | "max" | "mean") [expr] ":" ( atom | "{" disj "}" )
 //! ```
 
 use crate::source::Span;
@@ -36,6 +39,8 @@ pub struct Ident {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Program {
     pub items: Vec<Item>,
+    /// `.pragma` keys already warned about (each unknown key warns once).
+    pub pragmas_seen: std::collections::HashSet<String>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -44,6 +49,32 @@ pub enum Item {
     Type(TypeDecl),
     Directive(Directive),
     Rule(Rule),
+    /// `.comp Name<T..> : Base<..> { items }` (expanded away by `syntax::components`).
+    Comp(Comp),
+    /// `.init inst = Name<args>` (expanded away by `syntax::components`).
+    Init(Init),
+    /// `.override rel` inside a component body.
+    Override(Ident),
+}
+
+/// A component declaration: a template of items, instantiated by `.init`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Comp {
+    pub name: Ident,
+    pub params: Vec<Ident>,
+    /// Components it inherits from, each with its type arguments.
+    pub bases: Vec<(Ident, Vec<Ident>)>,
+    pub items: Vec<Item>,
+    pub span: Span,
+}
+
+/// `.init inst = Comp<args>`
+#[derive(Clone, Debug, PartialEq)]
+pub struct Init {
+    pub instance: Ident,
+    pub comp: Ident,
+    pub args: Vec<Ident>,
+    pub span: Span,
 }
 
 /// `.decl name(attr: type, ...)`

@@ -104,7 +104,12 @@ pub fn compile_text(name: &str, text: &str) -> Compilation {
 /// The pipeline after parsing: check → lower. Checking runs even when parsing
 /// reported errors, so one run shows every problem it can; the plan is built
 /// only from an error-free program.
-fn finish(sources: SourceMap, mut diagnostics: Diagnostics, program: ast::Program) -> Compilation {
+fn finish(
+    sources: SourceMap,
+    mut diagnostics: Diagnostics,
+    mut program: ast::Program,
+) -> Compilation {
+    syntax::expand(&mut program, &mut diagnostics);
     let parse_ok = !diagnostics.has_errors();
     let checked = check::check(&program, &mut diagnostics);
     let plan = match checked {

@@ -106,21 +106,29 @@ pub fn export(plan: &Plan, sources: &SourceMap) -> Result<String, ExportError> {
             }
             cols.push(format!("{}: {}", c.name, tys[0]));
         }
-        let _ = writeln!(body, ".decl {}({})", rel.name, cols.join(", "));
+        let name = decl_name(&rel.name);
+        let _ = writeln!(body, ".decl {name}({})", cols.join(", "));
         for spec in &rel.inputs {
-            let _ = writeln!(body, ".input {}{}", rel.name, io_params(&spec.params));
+            let params = file_named(&rel.name, &spec.params, "facts");
+            let _ = writeln!(body, ".input {name}{}", io_params(&params));
         }
         for spec in &rel.outputs {
-            let _ = writeln!(body, ".output {}{}", rel.name, io_params(&spec.params));
+            let params = file_named(&rel.name, &spec.params, "csv");
+            let _ = writeln!(body, ".output {name}{}", io_params(&params));
         }
         if rel.printsize {
-            let _ = writeln!(body, ".printsize {}", rel.name);
+            let _ = writeln!(body, ".printsize {name}");
         }
     }
     body.push('\n');
     for (rel, row) in &plan.facts {
         let args: Vec<String> = row.iter().map(literal).collect();
-        let _ = writeln!(body, "{}({}).", plan.relations[*rel].name, args.join(", "));
+        let _ = writeln!(
+            body,
+            "{}({}).",
+            decl_name(&plan.relations[*rel].name),
+            args.join(", ")
+        );
     }
     let mut ex = Exporter {
         plan,
@@ -142,6 +150,27 @@ pub fn export(plan: &Plan, sources: &SourceMap) -> Result<String, ExportError> {
     }
     out.push_str(&body);
     Ok(out)
+}
+
+/// A component instance's relation `inst.rel` is declared `inst__rel`
+/// (Souffle declares only plain identifiers at top level).
+fn decl_name(name: &str) -> String {
+    name.replace('.', "__")
+}
+
+/// The IO parameters of a relation, with the file Souffle would use for
+/// `inst.rel` (`inst.rel.csv`) named explicitly when its name was mangled.
+fn file_named(
+    name: &str,
+    params: &std::collections::BTreeMap<String, String>,
+    ext: &str,
+) -> std::collections::BTreeMap<String, String> {
+    let mut p = params.clone();
+    let is_file = p.get("IO").is_none_or(|io| io == "file");
+    if name.contains('.') && is_file && !p.contains_key("filename") {
+        p.insert("filename".into(), format!("{name}.{ext}"));
+    }
+    p
 }
 
 fn io_params(params: &std::collections::BTreeMap<String, String>) -> String {
@@ -193,7 +222,7 @@ impl Exporter<'_> {
         let mut out = format!(
             "// {}\n{}({})",
             self.sources.location(rule.span),
-            rel.name,
+            decl_name(&rel.name),
             head.join(", ")
         );
         if !scope.lits.is_empty() {
@@ -242,7 +271,7 @@ impl Exporter<'_> {
                 *t = term.clone();
             }
         }
-        format!("{}({})", relation.name, terms.join(", "))
+        format!("{}({})", decl_name(&relation.name), terms.join(", "))
     }
 
     fn body(

@@ -51,9 +51,15 @@ fn check_ast(items: Vec<Item>) -> (Diagnostics, bool) {
     let mut sources = SourceMap::new();
     sources.add("t.dl", None, " ".repeat(8));
     let mut diags = Diagnostics::new();
-    let ok = check::check(&Program { items }, &mut diags)
-        .map(|c| lower::try_lower(&c).expect("lowers"))
-        .is_some();
+    let ok = check::check(
+        &Program {
+            items,
+            ..Default::default()
+        },
+        &mut diags,
+    )
+    .map(|c| lower::try_lower(&c).expect("lowers"))
+    .is_some();
     (diags, ok)
 }
 

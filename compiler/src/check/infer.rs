@@ -273,6 +273,20 @@ impl Typer<'_, '_, '_> {
         as_constraint: bool,
     ) -> Ty {
         let Some(sigs) = functors::overloads(&name.name) else {
+            if let Some(what) = souffle_unsupported(&name.name) {
+                self.err(
+                    Diagnostic::error(
+                        "E0202",
+                        name.span,
+                        format!("Souffle's `{}` ({what}) is not supported by netc", name.name),
+                    )
+                    .with_hint("specs/language.md section 10 lists what netc does not implement of Souffle"),
+                );
+                for a in args.iter_mut() {
+                    self.infer(a, None);
+                }
+                return Ty::Unknown;
+            }
             let hint =
                 did_you_mean(&name.name, functors::names().iter().copied()).unwrap_or_else(|| {
                     "the built-in functors are listed in specs/functors.md".to_string()
@@ -605,6 +619,19 @@ pub fn conversion_hint(x: Prim, y: Prim) -> String {
         _ => return "both operands must have the same type".to_string(),
     };
     format!("both operands must have the same type; convert one with {f}")
+}
+
+/// Souffle functors netc refuses, with what they are.
+fn souffle_unsupported(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "range" | "urange" | "frange" => "a generator of several values",
+        "autoinc" => "a counter that depends on evaluation order",
+        "ord" => "the ordinal of a symbol, which depends on interning order",
+        crate::syntax::mean::MARKER => {
+            "an aggregate netc supports only in the form `v = mean x : { ... }`"
+        }
+        _ => return None,
+    })
 }
 
 /// "overloads: f(a, b) -> c; ..." with variadic families summarised.

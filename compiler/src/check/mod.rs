@@ -39,10 +39,11 @@
 //! | E0109 | unbound variable (not grounded by a positive atom or an equality) |
 //! | E0110 | two attributes of one relation have the same name |
 //! | E0111 | `_` used where a value is needed (head, comparison, functor argument) |
-//! | E0112 | unsupported qualifier (`eqrel`) |
+//! | E0112 | an `eqrel` relation without two attributes of one type (desugared in `syntax::components`) |
 //! | E0113 | disjunction (`;`) inside an aggregate body |
 //! | E0114 | a rule expands to too many disjuncts (more than 4096) |
 //! | E0115 | expression or body nested too deeply (more than 200 levels) |
+//! | E0117 | component errors (reported by `syntax::components` before checking) |
 //! | E0201 | type mismatch (argument vs. attribute, variable used at two types, comparison operands) |
 //! | E0202 | unknown functor (hint: closest functor name) |
 //! | E0203 | no overload of a functor accepts the arguments (hint: the overloads) |

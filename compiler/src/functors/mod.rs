@@ -339,9 +339,31 @@ fn build_table() -> Vec<(&'static str, Vec<Signature>)> {
             "match",
             vec![sig(B::Match, vec![p(Symbol), p(Symbol)], Ty::Bool)],
         ),
-        ("to_number", vec![unary(B::ToNumber, Symbol, Number)]),
-        ("to_unsigned", vec![unary(B::ToUnsigned, Symbol, Unsigned)]),
-        ("to_float", vec![unary(B::ToFloat, Symbol, Float)]),
+        // Souffle's overloads: from text, and between the numeric types.
+        (
+            "to_number",
+            vec![
+                unary(B::ToNumber, Symbol, Number),
+                unary(B::Ftoi, Float, Number),
+                unary(B::Utoi, Unsigned, Number),
+            ],
+        ),
+        (
+            "to_unsigned",
+            vec![
+                unary(B::ToUnsigned, Symbol, Unsigned),
+                unary(B::Itou, Number, Unsigned),
+                unary(B::Ftou, Float, Unsigned),
+            ],
+        ),
+        (
+            "to_float",
+            vec![
+                unary(B::ToFloat, Symbol, Float),
+                unary(B::Itof, Number, Float),
+                unary(B::Utof, Unsigned, Float),
+            ],
+        ),
         (
             "to_string",
             Prim::ALL

@@ -113,7 +113,18 @@ pub struct Token {
 }
 
 /// Directive names the language knows.
-pub const DIRECTIVES: &[&str] = &["decl", "type", "input", "output", "printsize", "include"];
+pub const DIRECTIVES: &[&str] = &[
+    "decl",
+    "type",
+    "input",
+    "output",
+    "printsize",
+    "include",
+    "comp",
+    "init",
+    "override",
+    "pragma",
+];
 
 pub fn lex(file: FileId, text: &str) -> Vec<Token> {
     let mut lx = Lexer {
@@ -177,6 +188,15 @@ impl<'a> Lexer<'a> {
                 c if is_ident_start(c) => {
                     while is_ident_char(self.peek(0)) {
                         self.pos += 1;
+                    }
+                    // A qualified name `inst.rel` (a component instance's
+                    // relation) is one identifier: the `.` has a letter
+                    // directly on both sides, which no rule end has.
+                    while self.peek(0) == b'.' && self.peek(1).is_ascii_alphabetic() {
+                        self.pos += 1;
+                        while is_ident_char(self.peek(0)) {
+                            self.pos += 1;
+                        }
                     }
                     Tok::Ident(self.src[start..self.pos].to_string())
                 }

@@ -6,10 +6,14 @@
 //! included items in place, and reports include cycles and missing files at
 //! the `.include` that named them. [`confine`] is the stricter resolution for
 //! texts a daemon received from a caller: includes name only those texts or
-//! files under one directory.
+//! files under one directory. [`components`] expands Souffle's components
+//! and `eqrel` relations into plain relations and rules ([`expand`], run on
+//! the whole program once every file is parsed).
 
+pub mod components;
 pub mod confine;
 pub mod lexer;
+pub mod mean;
 pub mod parser;
 
 use crate::ast::Program;
@@ -30,6 +34,16 @@ pub fn parse_text(
     let mut program = Program::default();
     parse_file_into(sources, id, &mut Vec::new(), &mut program, diags, None);
     program
+}
+
+/// Expands what the front end turns into plain relations and rules:
+/// components, then `eqrel` declarations (an instance's `eqrel` too).
+/// Runs on the whole program, so a component may be declared in one file
+/// and instantiated in another.
+pub fn expand(program: &mut Program, diags: &mut Diagnostics) {
+    components::expand(program, diags);
+    components::desugar_eqrel(program, diags);
+    mean::desugar(program);
 }
 
 /// Parses a caller's text whose `.include`s may name only what `scope`
@@ -93,6 +107,10 @@ fn parse_file_into(
     for p in parsed {
         match p {
             parser::Parsed::Item(item) => program.items.push(item),
+            parser::Parsed::Items(items) => program.items.extend(items),
+            parser::Parsed::Pragma(key, _, span) => {
+                components::pragma(&key, span, &mut program.pragmas_seen, diags)
+            }
             parser::Parsed::Include(name, span) => {
                 let target = match scope {
                     Some(scope) => scope.resolve(sources, id, &name, span),

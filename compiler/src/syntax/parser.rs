@@ -20,8 +20,8 @@ use expr::is_arith;
 
 use super::lexer::{Tok, Token, DIRECTIVES};
 use crate::ast::{
-    AggFunc, Atom, Attr, CmpOp, Decl, Directive, DirectiveKind, Expr, Ident, Item, Literal, Rule,
-    TypeDecl, TypeDef,
+    AggFunc, Atom, Attr, CmpOp, Comp, Decl, Directive, DirectiveKind, Expr, Ident, Init, Item,
+    Literal, Rule, TypeDecl, TypeDef,
 };
 use crate::diagnostics::Diagnostic;
 use crate::source::Span;
@@ -29,7 +29,11 @@ use crate::source::Span;
 /// What the parser hands back per item.
 pub enum Parsed {
     Item(Item),
+    /// `.decl A, B(...)`: one declaration per name.
+    Items(Vec<Item>),
     Include(String, Span),
+    /// `.pragma "key" "value"`: the key, the value (if given), the span.
+    Pragma(String, Option<String>, Span),
 }
 
 #[derive(Debug)]
@@ -59,6 +63,18 @@ const AGGREGATES: &[(&str, AggFunc)] = &[
     ("max", AggFunc::Max),
     ("concat", AggFunc::Concat),
 ];
+
+/// A Souffle construct netc does not implement: named, with where the
+/// differences are listed.
+fn unsupported(span: Span, what: &str) -> ParseError {
+    ParseError {
+        span,
+        message: format!("not supported by netc: {what}"),
+        hint: Some(
+            "specs/language.md section 10 lists what netc does not implement of Souffle".into(),
+        ),
+    }
+}
 
 /// Functor names that are constraints when they stand alone as a literal.
 const CONSTRAINT_FUNCTORS: &[&str] = &["contains", "match"];
@@ -228,7 +244,58 @@ impl<'t> Parser<'t> {
         match name {
             "decl" => {
                 self.bump();
-                Ok(Parsed::Item(Item::Decl(self.decl(start)?)))
+                let decls = self.decl(start)?;
+                Ok(Parsed::Items(decls.into_iter().map(Item::Decl).collect()))
+            }
+            "comp" => {
+                self.bump();
+                Ok(Parsed::Item(Item::Comp(self.comp(start)?)))
+            }
+            "init" => {
+                self.bump();
+                let instance = self.ident("an instance name after `.init`")?;
+                self.expect(
+                    Tok::Eq,
+                    "`=` after the instance name",
+                    Some("write `.init inst = Component<type, ...>`"),
+                )?;
+                let comp = self.ident("a component name after `=`")?;
+                let args = self.type_args()?;
+                Ok(Parsed::Item(Item::Init(Init {
+                    instance,
+                    comp,
+                    args,
+                    span: start.to(self.prev_span()),
+                })))
+            }
+            "override" => {
+                self.bump();
+                Ok(Parsed::Item(Item::Override(
+                    self.ident("a relation name after `.override`")?,
+                )))
+            }
+            "pragma" => {
+                self.bump();
+                let key = match self.peek().clone() {
+                    Tok::Str(k) => {
+                        self.bump();
+                        k
+                    }
+                    _ => {
+                        return self.error(
+                            "a key in quotes after `.pragma`",
+                            Some("write `.pragma \"magic-transform\" \"*\"`"),
+                        )
+                    }
+                };
+                let value = match self.peek().clone() {
+                    Tok::Str(v) => {
+                        self.bump();
+                        Some(v)
+                    }
+                    _ => None,
+                };
+                Ok(Parsed::Pragma(key, value, start.to(self.prev_span())))
             }
             "type" => {
                 self.bump();
@@ -258,6 +325,10 @@ impl<'t> Parser<'t> {
                     ),
                 }
             }
+            "limitsize" | "functor" | "lattice" | "plan" | "once" => Err(unsupported(
+                start,
+                &format!("Souffle's `.{name}` directive"),
+            )),
             other => {
                 let close = crate::names::closest(other, DIRECTIVES.iter().copied());
                 let hint = match close {
@@ -273,8 +344,73 @@ impl<'t> Parser<'t> {
         }
     }
 
-    fn decl(&mut self, start: Span) -> PResult<Decl> {
-        let name = self.ident("a relation name after `.decl`")?;
+    /// `.comp Name<T, ..> : Base<..>, .. { items }`
+    fn comp(&mut self, start: Span) -> PResult<Comp> {
+        let name = self.ident("a component name after `.comp`")?;
+        let params = self.type_args()?;
+        let mut bases = Vec::new();
+        if self.eat(&Tok::Colon) {
+            loop {
+                let base = self.ident("a base component name after `:`")?;
+                bases.push((base, self.type_args()?));
+                if !self.eat(&Tok::Comma) {
+                    break;
+                }
+            }
+        }
+        self.expect(
+            Tok::LBrace,
+            "`{` to open the component body",
+            Some("a component looks like `.comp Graph<T> { .decl edge(a: T, b: T) }`"),
+        )?;
+        let mut items = Vec::new();
+        while !self.at(&Tok::RBrace) {
+            if self.at(&Tok::Eof) {
+                return self.error("`}` to close the component body", None);
+            }
+            match self.item()? {
+                Parsed::Item(i) => items.push(i),
+                Parsed::Items(is) => items.extend(is),
+                Parsed::Include(_, span) | Parsed::Pragma(_, _, span) => {
+                    return Err(ParseError {
+                        span,
+                        message: "`.include` and `.pragma` are not allowed inside a component"
+                            .into(),
+                        hint: Some("move the directive outside the `.comp` body".into()),
+                    })
+                }
+            }
+        }
+        self.bump();
+        Ok(Comp {
+            name,
+            params,
+            bases,
+            items,
+            span: start.to(self.prev_span()),
+        })
+    }
+
+    /// `<T1, T2>` after a component name (empty when there is no `<`).
+    fn type_args(&mut self) -> PResult<Vec<Ident>> {
+        let mut out = Vec::new();
+        if self.eat(&Tok::Lt) {
+            loop {
+                out.push(self.ident("a type name in `<...>`")?);
+                if !self.eat(&Tok::Comma) {
+                    break;
+                }
+            }
+            self.expect(Tok::Gt, "`,` or `>` after a type argument", None)?;
+        }
+        Ok(out)
+    }
+
+    fn decl(&mut self, start: Span) -> PResult<Vec<Decl>> {
+        let mut names = vec![self.ident("a relation name after `.decl`")?];
+        while self.eat(&Tok::Comma) {
+            names.push(self.ident("a relation name after `,`")?);
+        }
         self.expect(
             Tok::LParen,
             "`(` to open the attribute list",
@@ -308,12 +444,21 @@ impl<'t> Parser<'t> {
         while self.at_qualifier() {
             qualifiers.push(self.ident("a qualifier")?);
         }
-        Ok(Decl {
-            name,
-            attrs,
-            qualifiers,
-            span: start.to(self.prev_span()),
-        })
+        if matches!(self.peek(), Tok::Ident(q) if q == "choice")
+            && matches!(self.peek_at(1), Tok::Minus)
+        {
+            return Err(unsupported(self.span(), "`choice-domain`"));
+        }
+        let span = start.to(self.prev_span());
+        Ok(names
+            .into_iter()
+            .map(|name| Decl {
+                name,
+                attrs: attrs.clone(),
+                qualifiers: qualifiers.clone(),
+                span,
+            })
+            .collect())
     }
 
     /// Souffle's relation qualifiers; an identifier that is not one starts the next item.
@@ -341,15 +486,26 @@ impl<'t> Parser<'t> {
         let def = if self.eat(&Tok::Subtype) {
             TypeDef::Subtype(self.ident("a base type after `<:`")?)
         } else if self.eat(&Tok::Eq) {
-            let first = match self.peek() {
-                Tok::Ident(_) => self.ident("a type")?,
-                _ => {
-                    return self.error(
+            let first =
+                match self.peek() {
+                    Tok::Ident(_) if matches!(self.peek_at(1), Tok::LBrace) => {
+                        return Err(unsupported(
+                            self.span(),
+                            "algebraic data types (ADT: `.type T = Branch { ... } | ...`)",
+                        ));
+                    }
+                    Tok::Ident(_) => self.ident("a type")?,
+                    Tok::Error(c) if c == "[" => {
+                        return Err(unsupported(
+                            self.span(),
+                            "record types (`.type T = [a: number, ...]`)",
+                        ));
+                    }
+                    _ => return self.error(
                         "a type name after `=`",
-                        Some("record and ADT types are not supported; use a relation instead"),
-                    )
-                }
-            };
+                        Some("a type is `.type T <: base`, `.type T = base` or `.type T = a | b`"),
+                    ),
+                };
             let mut members = vec![first];
             while self.eat(&Tok::Pipe) {
                 members.push(self.ident("a type name after `|`")?);
@@ -412,6 +568,12 @@ impl<'t> Parser<'t> {
         let mut heads = vec![self.atom()?];
         while self.eat(&Tok::Comma) {
             heads.push(self.atom()?);
+        }
+        if self.at(&Tok::Le) {
+            return Err(unsupported(
+                self.span(),
+                "subsumption (`head <= head :- body`)",
+            ));
         }
         let body = if self.eat(&Tok::If) {
             self.disjunction()?

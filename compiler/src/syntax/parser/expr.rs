@@ -149,7 +149,36 @@ impl Parser<'_> {
                 self.expect(Tok::RParen, "`)` to close the parenthesis", None)?;
                 Ok(e)
             }
+            Tok::Error(c) if c == "$" => Err(super::unsupported(
+                self.span(),
+                "ADT constructors (`$Branch(...)`)",
+            )),
+            Tok::Error(c) if c == "[" => {
+                Err(super::unsupported(self.span(), "record values (`[a, b]`)"))
+            }
+            Tok::Ident(name) if name == "nil" => {
+                Err(super::unsupported(self.span(), "records (`nil`)"))
+            }
             Tok::Ident(name) => {
+                // Souffle's `mean x : { body }` (a variable may be named `mean`)
+                if name == "mean"
+                    && (matches!(self.peek_at(1), Tok::Colon)
+                        || matches!(
+                            (self.peek_at(1), self.peek_at(2)),
+                            (Tok::Ident(_), Tok::Colon)
+                        ))
+                {
+                    // parsed as `sum`, marked; `syntax::mean` rewrites it
+                    let at = self.span();
+                    if let Some(agg) = self.aggregate(AggFunc::Sum)? {
+                        let marker = crate::ast::Ident {
+                            name: crate::syntax::mean::MARKER.to_string(),
+                            span: at,
+                        };
+                        let span = agg.span();
+                        return Ok(Expr::Call(marker, vec![agg], span));
+                    }
+                }
                 if let Some(func) = aggregate(&name) {
                     if let Some(agg) = self.aggregate(func)? {
                         return Ok(agg);
