@@ -218,7 +218,10 @@ def test_uncorrelated_aggregate_and_result_comparison():
 
 
 def test_multi_atom_aggregate_body():
-    # count distinct (y, z) with e(x, y), e(y, z)
+    # Souffle materialises a body of two atoms into a relation of its named
+    # variables (x, y): the `_` of e(y, _) collapses, so for x = 1 the count
+    # is the 2 values of y (2 and 3), not the 3 pairs (y, _) — the count
+    # issue #32 measured against Souffle (7 where Souffle answers 5)
     out = both(
         DECL2
         + """
@@ -230,7 +233,7 @@ def test_multi_atom_aggregate_body():
         """,
         "n(1). n(4). e(1,2). e(1,3). e(2,5). e(2,6). e(3,5).",
     )
-    assert out["two"] == T((1, 3), (4, 0))
+    assert out["two"] == T((1, 2), (4, 0))
 
 
 def test_aggregate_over_lower_idb_and_recursion_above():

@@ -7,12 +7,16 @@ Translation notes (Souffle semantics -> ASP):
                            literals, i.e. `not p(X,_)` = "no tuple with X")
   * `!r(..)`            -> `not p_r(..)`
   * `x != y` etc.       -> same comparison in ASP
-  * aggregates: Souffle aggregates range over the DISTINCT tuples of their
-    body (wildcards included).  Every `_` inside an aggregate body becomes a
-    fresh variable and the element tuple lists ALL variables of the body, so
+  * aggregates: Souffle aggregates a single-atom body tuple by tuple (its
+    `_` positions included) and a body it materialises (more than one
+    positive atom, an inner aggregate, a repeated variable:
+    model.souffle_materializes) over the DISTINCT bindings of its named
+    variables.  In the first case every `_` becomes a fresh variable of the
+    element tuple; in the second it stays `_` (local to the condition), so
     clingo's set semantics over element tuples coincides with Souffle's:
-        c = count : { b(x, _) }      ->  C = #count{ W1 : p_b(X,W1) }
-        s = sum y : { b(x, y, _) }   ->  S = #sum{ Y,Y,W1 : p_b(X,Y,W1) }
+        c = count : { b(x, _) }            ->  C = #count{ W1 : p_b(X,W1) }
+        s = sum y : { b(x, y, _) }         ->  S = #sum{ Y,Y,W1 : p_b(X,Y,W1) }
+        s = sum y : { b(x, y, _), c(y) }   ->  S = #sum{ Y,X,Y : p_b(X,Y,_),p_c(Y) }
     count/sum of an empty group is 0 in both.  min/max of an empty group
     makes Souffle's rule not fire, whereas clingo yields #sup/#inf; we add
     `M != #sup` / `M != #inf`.
@@ -38,6 +42,7 @@ from .model import (
     Var,
     Wild,
     expand_rules,
+    souffle_materializes,
 )
 
 
@@ -108,9 +113,10 @@ def _literal(lit: Literal, ctx: _Ctx) -> str:
     if isinstance(lit, Agg):
         names: list[str] = []
         conds: list[str] = []
+        fresh_wilds = None if souffle_materializes(lit) else ctx
         for il in lit.body:
             if isinstance(il, Atom):
-                conds.append(_atom(il, ctx, names))
+                conds.append(_atom(il, fresh_wilds, names))
             elif isinstance(il, Neg):
                 conds.append(f"not {_atom(il.atom)}")
             elif isinstance(il, Cmp):

@@ -598,3 +598,20 @@ def parse_script(text: str) -> list[Transaction]:
         tup = tuple(parse_value(x) for x in split_args(m.group(3)))
         cur.append(Op(m.group(1), m.group(2), tup))
     return txs
+
+
+def souffle_materializes(agg: Agg) -> bool:
+    """Whether Souffle aggregates over the distinct bindings of the body's
+    named variables, so the positions a `_` leaves open collapse (its
+    MaterializeAggregationQueries pass turns such a body into a relation
+    whose columns are the named variables): a body of more than one
+    positive atom, or with an inner aggregate, or a single atom repeating a
+    variable. Any other body is aggregated tuple by tuple. The two differ
+    only when a positive atom has a `_`."""
+    atoms = [lit for lit in agg.body if isinstance(lit, Atom)]
+    if not any(isinstance(t, Wild) for a in atoms for t in a.args):
+        return False
+    if len(atoms) > 1 or any(isinstance(lit, Agg) for lit in agg.body):
+        return True
+    names = [t.name for t in atoms[0].args if isinstance(t, Var)] if atoms else []
+    return len(names) != len(set(names))

@@ -27,6 +27,7 @@ from .model import (
     Var,
     Wild,
     expand_rules,
+    souffle_materializes,
     term_vars,
 )
 
@@ -334,7 +335,9 @@ class _Evaluator:
             yield from self.solve(rest, e, outer)
 
     def aggregate(self, agg: Agg, env: Env) -> int | None:
-        body = _name_wildcards(agg.body)
+        # a body Souffle materialises keeps its `_` existential: the distinct
+        # bindings of the named variables are aggregated (model.souffle_materializes)
+        body = agg.body if souffle_materializes(agg) else _name_wildcards(agg.body)
         names = sorted(_lits_vars(body) - set(env))
         seen: dict[tuple[int, ...], Env] = {}
         for e in self.solve(list(body), env, set(env)):
