@@ -15,7 +15,7 @@
 //! An allocation failure inside `netc serve` ends the daemon too (exit 2,
 //! with the message): a request cannot be unwound from inside the
 //! allocator, so the daemon refuses, before running it, a request that
-//! would not fit (`crate::serve::budget`).
+//! would not fit (the daemon's request budget, `serve/budget.rs`).
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::ffi::CString;

@@ -5,7 +5,7 @@
 mod engine_util;
 
 use engine_util::*;
-use netc_compiler::ast::AggFunc;
+use netc_compiler::plan::AggFunc;
 use netc_compiler::plan::{Body, ColPat::Bind, ColPat::Ignore, Source};
 use netc_compiler::types::Prim;
 use netc_compiler::value::Value;

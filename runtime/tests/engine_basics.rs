@@ -5,7 +5,7 @@
 mod engine_util;
 
 use engine_util::*;
-use netc_compiler::ast::{BinOp, CmpOp};
+use netc_compiler::plan::{BinOp, CmpOp};
 use netc_compiler::plan::{Cond, Expr, Source, Step};
 use netc_compiler::types::Prim;
 use netc_compiler::value::Value;

@@ -32,10 +32,8 @@ pub mod tofino;
 pub mod trace;
 pub mod verify;
 
-use crate::engine::Engine;
 use crate::intent;
-use crate::intent::findings::Finding;
-use netc_compiler::plan::Plan;
+pub use crate::intent::EvaluatedIntent;
 use netc_compiler::{Compilation, SourceInput};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -159,16 +157,6 @@ fn plural(n: usize) -> &'static str {
     } else {
         "s"
     }
-}
-
-/// Intent compiled with the standard rules and evaluated: what `compile`,
-/// `check --intent`, `capacity` and `verify` start from.
-pub struct EvaluatedIntent {
-    pub compilation: Compilation,
-    pub plan: Arc<Plan>,
-    pub engine: Engine,
-    /// Bad intent (`error_*` rows); each command decides what it means.
-    pub findings: Vec<Finding>,
 }
 
 /// Loads the rules and intent, reports diagnostics (program errors → exit 1),

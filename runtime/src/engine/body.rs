@@ -30,7 +30,7 @@ use super::eval::{
 use super::tuple::{sort_rows, Builder, Tuple};
 use differential_dataflow::operators::arrange::Arranged;
 use differential_dataflow::trace::implementations::{ValBuilder, ValSpine};
-use netc_compiler::ast::AggFunc;
+use netc_compiler::plan::AggFunc;
 use netc_compiler::plan::{Body, ColPat, Cond, Expr, Plan, RelId, RulePlan, Scan, Source, Step};
 use netc_compiler::types::Prim;
 use netc_compiler::value::{Row, Value, F64};

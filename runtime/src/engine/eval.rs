@@ -15,8 +15,8 @@
 //!   row; [`Layout::expr`] rewrites an expression to physical positions.
 
 use super::tuple::{Builder, Tuple};
-use netc_compiler::ast::CmpOp;
 use netc_compiler::functors::{self, Builtin};
+use netc_compiler::plan::CmpOp;
 use netc_compiler::plan::{ColPat, Cond, Expr};
 use netc_compiler::value::Value;
 use std::collections::BTreeSet;

@@ -28,7 +28,7 @@
 //!   citations re-derive a conflict through the rule as written).
 
 use super::tuple::{FxHashMap, Tuple};
-use netc_compiler::ast::CmpOp;
+use netc_compiler::plan::CmpOp;
 use netc_compiler::plan::{Body, ColPat, Cond, Expr, Plan, RelId, RulePlan, Source, Step};
 use netc_compiler::value::Value;
 use std::collections::BTreeSet;

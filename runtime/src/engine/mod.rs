@@ -663,7 +663,7 @@ pub fn eval_cond(c: &netc_compiler::plan::Cond, slots: &[Value]) -> bool {
 /// value, or for `concat` its ordering keys then the value) exactly as the
 /// dataflow does (`None`: no result, e.g. min/max of nothing).
 pub fn fold_aggregate(
-    func: netc_compiler::ast::AggFunc,
+    func: netc_compiler::plan::AggFunc,
     result: netc_compiler::types::Prim,
     values: &[Vec<Value>],
 ) -> Option<Value> {

@@ -29,6 +29,7 @@ pub mod settled;
 pub mod timings;
 
 use crate::engine::{Engine, EngineError};
+use findings::Finding;
 use netc_compiler::plan::{Plan, RelId};
 use netc_compiler::{compile_inputs, Compilation, SourceInput};
 pub use output::{
@@ -38,6 +39,17 @@ pub use output::{
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 pub use timings::Timings;
+
+/// Intent compiled with the standard rules and evaluated: what `compile`,
+/// `check --intent`, `capacity`, `verify` and a candidate generation
+/// (`rollout::candidate`) start from.
+pub struct EvaluatedIntent {
+    pub compilation: Compilation,
+    pub plan: Arc<Plan>,
+    pub engine: Engine,
+    /// Bad intent (`error_*` rows); each command decides what it means.
+    pub findings: Vec<Finding>,
+}
 
 /// Compiles the rules and the intent files as one program.
 pub fn load(intent: &[PathBuf], rules_dir: Option<&Path>) -> std::io::Result<Compilation> {

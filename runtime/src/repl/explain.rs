@@ -21,7 +21,7 @@
 use crate::engine::{eval_cond, eval_expr, fold_aggregate};
 use crate::serve::pattern::{show, show_atom};
 use crate::serve::warm::Warm;
-use netc_compiler::ast::AggFunc;
+use netc_compiler::plan::AggFunc;
 use netc_compiler::plan::{ColPat, Expr, RelId, RulePlan, Source, Step};
 use netc_compiler::types::Prim;
 use netc_compiler::value::{Row, Value};

@@ -95,7 +95,7 @@ pub fn run(args: ReplArgs) -> Outcome {
         Ok(w) => w,
         Err(o) => return o,
     };
-    w.keep_verified_in(&dir);
+    w.keep_verified_in(&crate::rollout::verdict::keep_dir(&dir));
     // --json is for programs: plain lines in, JSON lines out, even on a terminal
     let tty = !args.json && std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
     let failed = if tty {

@@ -6,8 +6,8 @@
 //! kind; relations are `relations/<name>.csv` texts; facts are the intent
 //! files' own facts with `file:line`.
 
-use crate::commands::EvaluatedIntent;
 use crate::intent;
+use crate::intent::EvaluatedIntent;
 use crate::io::csv;
 use crate::store::{DeviceOutput, IntentFact, IntentFile, NewGeneration};
 use netc_compiler::value::Value;

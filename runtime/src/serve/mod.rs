@@ -123,7 +123,9 @@ fn start(args: &ServeArgs) -> Result<Outcome, Outcome> {
             )
         })?;
     // reports name kept artifact sets by absolute path: clients do not share the daemon's cwd
-    warm.keep_verified_in(&std::fs::canonicalize(&dir).unwrap_or_else(|_| dir.clone()));
+    warm.keep_verified_in(&crate::rollout::verdict::keep_dir(
+        &std::fs::canonicalize(&dir).unwrap_or_else(|_| dir.clone()),
+    ));
     if generation > 0 && !args.intent.is_empty() {
         eprintln!(
             "note: recovered generation {generation} from {}; the INTENT files on the command line are not loaded (POST /v1/apply them)",

@@ -130,7 +130,9 @@ pub struct Warm {
     model_stale: bool,
     counters: Counters,
     /// Where verification keeps the artifact sets its reports cite
-    /// (`rollout::verdict::keep_dir` of the session's state directory).
+    /// (`rollout::verdict::keep_dir` of the session's state directory): a
+    /// deployment's layout, so the session's owner says it
+    /// ([`Warm::keep_verified_in`]); empty until then.
     verified: PathBuf,
 }
 
@@ -236,14 +238,14 @@ impl Warm {
                 placements: 1,
                 ..Default::default()
             },
-            verified: crate::rollout::verdict::keep_dir(Path::new(crate::store::DEFAULT_DIR)),
+            verified: PathBuf::new(),
         })
     }
 
-    /// Keeps the artifact sets that verification reports cite under the
-    /// state directory `state` (default `.netc`).
-    pub fn keep_verified_in(&mut self, state: &Path) {
-        self.verified = crate::rollout::verdict::keep_dir(state);
+    /// Keeps the artifact sets that verification reports cite in `dir`
+    /// (`rollout::verdict::keep_dir` of the state directory).
+    pub fn keep_verified_in(&mut self, dir: &Path) {
+        self.verified = dir.to_path_buf();
     }
 
     /// Moves to new intent texts (see the module doc). `decide` sees the
@@ -349,7 +351,7 @@ impl Warm {
         let key = (rel, row);
         let present = self.intent.contains_key(&key);
         if !insert && !present {
-            return Err(WarmError::NoSuchFact(crate::serve::pattern::show_atom(
+            return Err(WarmError::NoSuchFact(super::pattern::show_atom(
                 &self.plan.relations[rel].name,
                 &key.1,
             )));
@@ -513,7 +515,7 @@ impl Warm {
     }
 
     /// Rows of `rel` matching `pattern`.
-    pub fn query(&self, pattern: &crate::serve::pattern::Pattern) -> Vec<Row> {
+    pub fn query(&self, pattern: &super::pattern::Pattern) -> Vec<Row> {
         self.engine
             .contents(pattern.rel)
             .into_iter()
@@ -701,7 +703,7 @@ mod tests {
     }
 
     fn fact(w: &Warm, text: &str) -> (RelId, Row) {
-        let p = crate::serve::pattern::parse(text, w.plan()).expect("a fact");
+        let p = super::super::pattern::parse(text, w.plan()).expect("a fact");
         (p.rel, p.ground().expect("ground"))
     }
 

@@ -1,7 +1,7 @@
 //! Shared helpers for the engine tests: hand-built plans and small values.
 #![allow(dead_code)]
 
-use netc_compiler::ast::AggFunc;
+use netc_compiler::plan::AggFunc;
 use netc_compiler::plan::{
     Body, ColPat, Column, Expr, Plan, RelId, Relation, RulePlan, Scan, Source, Step, Stratum,
 };
