@@ -23,7 +23,7 @@ use crate::measure;
 use crate::workload::{self, Params, Rng};
 use netc_compiler::plan::{Plan, RelId};
 use netc_compiler::value::{Row, Value};
-use netc_runtime::engine::{Diff, Engine, Transaction};
+use netc_engine::{Diff, Engine, Transaction};
 use netc_runtime::io::facts;
 use serde_json::{json, Value as Json};
 use std::collections::HashSet;

@@ -28,7 +28,7 @@
 use crate::measure;
 use netc_compiler::plan::{Plan, RelId};
 use netc_compiler::value::{Row, Sym, Value};
-use netc_runtime::engine::{Changes, Diff, Engine, Transaction};
+use netc_engine::{Changes, Diff, Engine, Transaction};
 use netc_runtime::intent;
 use netc_runtime::placement::{follow, Follower, Placement};
 use netc_targets::DeviceRows;

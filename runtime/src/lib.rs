@@ -1,7 +1,8 @@
 //! netc's runtime: the engine on differential dataflow, I/O, and the CLI.
 //!
-//! - [`engine`] renders a plan on differential dataflow and applies
-//!   transactions of fact changes, reporting each commit's output changes.
+//! - [`engine`] (the netc-engine crate) renders a plan on differential
+//!   dataflow and applies transactions of fact changes, reporting each
+//!   commit's output changes; [`cpu`] (in it) reads CPU time.
 //! - [`io`] reads facts and update scripts, writes outputs (Souffle formats).
 //! - [`intent`] applies the standard rules to intent files (`netc compile`);
 //!   [`placement`] is its VIP-placement built-in (Duet's greedy), and
@@ -11,17 +12,15 @@
 //!   [`rollout`] pushes a generation to every device, all or nothing.
 //! - [`serve`] is `netc serve`, the warm daemon (HTTP+JSON), and holds the
 //!   warm session [`repl`] (`netc repl`) shares.
-//! - [`cpu`] reads the process's and a thread's CPU time (`netc compile
-//!   --timings`: on a shared machine wall time says little alone).
 //! - [`commands`] implements each `netc` subcommand on top of those; the
 //!   binary (`main.rs`) only parses arguments and maps outcomes to exit codes.
 //!
 //! Architecture invariant: `engine` knows the plan IR and values, never the
 //! syntax tree or the command line.
 
-pub mod cpu;
+pub use netc_engine as engine;
+pub use netc_engine::cpu;
 pub mod oom;
-pub mod engine;
 pub mod io;
 pub mod intent;
 pub mod placement;

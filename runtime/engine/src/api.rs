@@ -3,7 +3,7 @@
 //! ([`CommitStats`], [`EngineStats`]) and why it fails ([`EngineError`]).
 //!
 //! Guarantees: plain data with public fields, re-exported from the engine
-//! module; the semantics of applying them are the engine's (`mod.rs`).
+//! module; the semantics of applying them are the engine's (`lib.rs`).
 
 use netc_compiler::plan::RelId;
 use netc_compiler::value::Row;

@@ -124,7 +124,7 @@ fn reach_from_10_sources() {
         }
         std::fs::write(path, s).unwrap();
     }
-    let mut tx = netc_runtime::engine::Transaction::new();
+    let mut tx = netc_engine::Transaction::new();
     for &(a, b) in &edges {
         tx.insert(edge, row(&[a, b]));
     }
@@ -169,14 +169,14 @@ fn join5_1m() {
         .unwrap_or(1);
     let text = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../bench/programs/join5.dl"
+        "/../../bench/programs/join5.dl"
     ))
     .unwrap();
     let c = netc_compiler::compile_text("join5.dl", &text);
     let plan = std::sync::Arc::new(c.plan.expect("plan"));
     let m = 200_000i64;
     let mut x: u64 = 5;
-    let mut tx = netc_runtime::engine::Transaction::new();
+    let mut tx = netc_engine::Transaction::new();
     let mut lp = String::new();
     for name in ["a", "b", "c", "d", "e"] {
         let r = plan.relation_id(name).unwrap();
@@ -193,7 +193,7 @@ fn join5_1m() {
         std::fs::write(path, lp).unwrap();
     }
     let t = Instant::now();
-    let mut e = netc_runtime::engine::Engine::new(plan.clone(), workers).unwrap();
+    let mut e = netc_engine::Engine::new(plan.clone(), workers).unwrap();
     let st = e.apply(tx).unwrap();
     eprintln!(
         "join5 workers {workers}: from scratch {:?}, out {} rows, {st:?}",

@@ -11,10 +11,10 @@
 //! is closed after its first run; every wait checks the abort flag.
 
 use super::{Command, Reply, Updates, SLICE};
-use crate::engine::lanes::{Lanes, Unit};
-use crate::engine::pieces::{Kind, PieceMap};
-use crate::engine::render::{self, Built, Dirty, Piece};
-use crate::engine::skip::Skip;
+use crate::lanes::{Lanes, Unit};
+use crate::pieces::{Kind, PieceMap};
+use crate::render::{self, Built, Dirty, Piece};
+use crate::skip::Skip;
 use differential_dataflow::input::InputSession;
 use netc_compiler::plan::Plan;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -355,7 +355,7 @@ fn run_piece(
         // Deferred rows (`skip.rs`): a row and its undoing cancel here.
         let rows = &mut b.pending[p];
         if rows.len() > 2 * b.pending_floor[p] {
-            crate::engine::consolidate(rows);
+            crate::consolidate(rows);
             b.pending_floor[p] = rows.len().max(512);
         }
         return Some(false);

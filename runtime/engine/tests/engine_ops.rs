@@ -12,7 +12,7 @@
 
 use netc_compiler::plan::RelId;
 use netc_compiler::value::Row;
-use netc_runtime::engine::{Engine, Transaction};
+use netc_engine::{Engine, Transaction};
 use proptest::prelude::*;
 use std::collections::BTreeSet;
 

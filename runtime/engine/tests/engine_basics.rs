@@ -9,7 +9,7 @@ use netc_compiler::plan::{BinOp, CmpOp};
 use netc_compiler::plan::{Cond, Expr, Source, Step};
 use netc_compiler::types::Prim;
 use netc_compiler::value::Value;
-use netc_runtime::engine::{Changes, Engine, EngineError, Transaction};
+use netc_engine::{Changes, Engine, EngineError, Transaction};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

@@ -6,7 +6,7 @@
 
 use netc_compiler::plan::{Plan, RelId};
 use netc_compiler::value::Row;
-use netc_runtime::engine::{Changes, Engine, Transaction};
+use netc_engine::{Changes, Engine, Transaction};
 use std::sync::Arc;
 
 mod engine_util;

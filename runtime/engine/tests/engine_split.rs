@@ -9,7 +9,7 @@
 
 use netc_compiler::plan::Plan;
 use netc_compiler::value::Row;
-use netc_runtime::engine::{Engine, Transaction};
+use netc_engine::{Engine, Transaction};
 use proptest::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;

@@ -203,7 +203,7 @@ fn unsigned_sums_stay_unsigned() {
     let u = |x: i64, w: u64| vec![Value::Number(x), Value::Unsigned(w)];
     let mut e = p.engine(1);
     assert_eq!(e.contents(r.usum), vec![u(1, 0), u(2, 0)]);
-    let mut t = netc_runtime::engine::Transaction::new();
+    let mut t = netc_engine::Transaction::new();
     t.insert(r.uedge, u(1, 3))
         .insert(r.uedge, u(1, 4))
         .insert(r.uedge, u(2, u64::MAX));

@@ -9,7 +9,7 @@ use engine_util::*;
 use netc_compiler::plan::AggFunc;
 use netc_compiler::plan::{Body, ColPat::Bind, ColPat::Ignore, Source};
 use netc_compiler::types::Prim;
-use netc_runtime::engine::Transaction;
+use netc_engine::Transaction;
 use proptest::prelude::*;
 use std::collections::BTreeSet;
 

@@ -1,7 +1,7 @@
 //! The engine: a [`Plan`] interpreted incrementally on differential dataflow.
 //!
-//! Map of this module:
-//! - `mod.rs` (here): the public API — [`Engine`], [`Transaction`],
+//! Map of this crate (netc-engine):
+//! - `lib.rs` (here): the public API — [`Engine`], [`Transaction`],
 //!   [`Changes`], [`EngineStats`], [`EngineError`] — and the driver-side
 //!   state: base facts per relation (set semantics at the input) and a
 //!   mirror of every relation's contents (for [`Engine::contents`]), applied
@@ -11,7 +11,7 @@
 //! - `mirror.rs`: how the driver stores those rows ([`mirror::RowSet`]:
 //!   packed words in a sorted vector, 8 bytes per value).
 //! - `api.rs`: the public value types (what a commit takes and returns,
-//!   the counters, the errors), re-exported by `mod.rs`.
+//!   the counters, the errors), re-exported by `lib.rs`.
 //! - `validate.rs`: checks the plan's invariants (PLAN-SLOTS, PLAN-STRATA,
 //!   PLAN-RECURSIVE) and user rows before anything runs.
 //! - `driver.rs`: the timely worker threads, epochs, capture and shutdown.
@@ -33,6 +33,8 @@
 //! - `arrange.rs`: arrangement types and the per-scope sharing cache.
 //! - `eval.rs`: expressions, conditions and column patterns over rows.
 //! - `tuple.rs`: the row type inside the dataflow (fast order, serde).
+//! - `cpu.rs`: CPU time of the process and of a thread (the build time
+//!   [`EngineStats`] reports; `netc compile --timings`).
 //!
 //! Semantics (what callers may rely on): every relation's contents are the
 //! distinct union of its base facts (program facts + committed inserts −
@@ -45,6 +47,7 @@
 //! after commit 0 it can change only the relations it was started with.
 
 mod api;
+pub mod cpu;
 mod arrange;
 mod body;
 mod driver;

@@ -6,7 +6,7 @@
 
 use netc_compiler::plan::{Plan, RelId};
 use netc_compiler::value::{Row, Value};
-use netc_runtime::engine::{Engine, Transaction};
+use netc_engine::{Engine, Transaction};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -74,7 +74,7 @@ fn model(
 }
 
 fn sorted(mut rows: Vec<Row>) -> Vec<Row> {
-    netc_runtime::engine::sort_rows(&mut rows);
+    netc_engine::sort_rows(&mut rows);
     rows
 }
 

@@ -15,7 +15,7 @@
 //!   two different values in column `c`. [`Index`] keeps, per key, how many
 //!   rows hold each value, and says which keys crossed that line in an
 //!   epoch; the driver counts each conflicting key as one derivation of its
-//!   head row (`mod.rs`), beside the head relation's other derivations.
+//!   head row (`lib.rs`), beside the head relation's other derivations.
 //! - A check is taken out of the dataflow ([`split`]) only if no rule reads
 //!   its head relation and the head's stratum is not recursive: the head is
 //!   then *counted* (the driver makes it a set), and nothing in the

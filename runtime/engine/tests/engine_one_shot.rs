@@ -6,7 +6,7 @@
 
 use netc_compiler::plan::{Plan, RelId};
 use netc_compiler::value::Value;
-use netc_runtime::engine::{Engine, EngineError, Transaction};
+use netc_engine::{Engine, EngineError, Transaction};
 use proptest::prelude::*;
 use std::sync::Arc;
 

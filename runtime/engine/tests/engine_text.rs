@@ -6,7 +6,7 @@
 
 use netc_compiler::plan::{Plan, RelId};
 use netc_compiler::value::{Row, Value};
-use netc_runtime::engine::{Engine, Transaction};
+use netc_engine::{Engine, Transaction};
 use std::sync::Arc;
 
 fn compile(name: &str, text: &str) -> Arc<Plan> {
@@ -45,7 +45,7 @@ fn s(x: &str) -> Value {
 fn fabric_example_updates_match_from_scratch() {
     let text = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../examples/fabric/fabric.ndl"
+        "/../../examples/fabric/fabric.ndl"
     ))
     .unwrap();
     let plan = compile("fabric.ndl", &text);

@@ -8,7 +8,7 @@ use netc_compiler::plan::{
 use netc_compiler::source::{FileId, Span};
 use netc_compiler::types::Prim;
 use netc_compiler::value::{Row, Value};
-use netc_runtime::engine::{Changes, Engine, Transaction};
+use netc_engine::{Changes, Engine, Transaction};
 use std::sync::Arc;
 
 pub fn span() -> Span {

@@ -11,7 +11,7 @@
 
 use netc_compiler::plan::Plan;
 use netc_compiler::value::Row;
-use netc_runtime::engine::{Engine, Transaction};
+use netc_engine::{Engine, Transaction};
 use proptest::prelude::*;
 use std::collections::BTreeSet;
 use std::sync::Arc;
