@@ -11,10 +11,11 @@
 //!   `candidate.rs`: a plan's or an apply's candidate state through the gate;
 //! - `devices.rs`: where an apply is pushed (inventory, the local lab, or
 //!   nowhere with `--no-push`) and the rollout with put-back;
-//! - `warm.rs`: the session — intent compiled once, each change committed
-//!   as a difference of facts into the running engine (shared with `netc
-//!   repl`); `texts.rs`: its intent texts and where their includes read;
-//! - `pattern.rs`: `rel(X, "c", _)` patterns (queries, `:assert`, `:explain`);
+//! - [`warm`] (netc-intent's): the session — intent compiled once, each
+//!   change committed as a difference of facts into the running engine
+//!   (shared with `netc repl`); [`texts`]: its intent texts and where their
+//!   includes read; [`pattern`]: `rel(X, "c", _)` patterns (queries,
+//!   `:assert`, `:explain`);
 //! - `deltas.rs`: the numbered stream of per-device deltas;
 //! - `record.rs`: the session as a store generation and back (recovery);
 //! - `client.rs`: the other side, for `netc plan/apply --server URL`.
@@ -26,9 +27,7 @@
 //! serialised by one lock; deltas long-polls wait without holding it or a
 //! request worker.
 
-pub mod pattern;
-pub mod warm;
-pub mod texts;
+pub use netc_intent::{pattern, texts, warm};
 pub mod deltas;
 pub mod record;
 pub mod devices;

@@ -22,8 +22,9 @@
 //! appeared or disappeared, grouped by the device in their `@` column, so
 //! only the devices a change touched appear.
 
+use crate as intent;
 use crate::engine::{Changes, Engine, EngineError, Transaction};
-use crate::intent::{self, findings};
+use crate::findings;
 use crate::placement::{self, PlacementError};
 use netc_compiler::plan::{Plan, RelId};
 use netc_compiler::source::{SourceMap, Span};
@@ -591,7 +592,7 @@ fn model_reads_placement(plan: &Plan) -> bool {
     let Some(vp) = plan.relation_id("vip_placement") else {
         return false;
     };
-    let settled = crate::intent::settled::settled(plan, &[vp]);
+    let settled = crate::settled::settled(plan, &[vp]);
     placement::model::READS
         .iter()
         .filter_map(|r| plan.relation_id(r))
@@ -690,7 +691,8 @@ mod tests {
     use proptest::prelude::*;
 
     fn quickstart() -> String {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/quickstart/intent.ndl");
+        let path =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/quickstart/intent.ndl");
         std::fs::read_to_string(path).expect("examples/quickstart/intent.ndl")
     }
 
@@ -723,7 +725,7 @@ mod tests {
         // ... but every relation derived from it does depend on it
         let vp = w.plan().relation_id("vip_placement").unwrap();
         let p4 = w.plan().relation_id("p4_vip");
-        let settled = crate::intent::settled::settled(w.plan(), &[vp]);
+        let settled = crate::settled::settled(w.plan(), &[vp]);
         assert!(!settled[vp] && p4.is_some_and(|r| !settled[r]));
         let vm = r#"vm("acme", "db2", 02:00:00:00:01:04, 10.1.2.22, "h2")."#;
         let port = r#"vm_port("h2", "acme", "db2", 11)."#;

@@ -59,7 +59,7 @@ mod tests {
 
     #[test]
     fn in_the_standard_rules_the_host_flows_do_not_wait_for_the_placement() {
-        let inputs = crate::intent::rules::rule_inputs(None).unwrap();
+        let inputs = crate::rules::rule_inputs(None).unwrap();
         let c = netc_compiler::compile_inputs(&inputs);
         let plan = c.plan.expect("the standard rules compile");
         let vp = plan.relation_id("vip_placement").unwrap();

@@ -81,7 +81,7 @@ mod tests {
 
     #[test]
     fn every_rules_file_is_embedded() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../rules");
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../rules");
         let mut on_disk: Vec<String> = std::fs::read_dir(&dir)
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

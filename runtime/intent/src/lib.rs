@@ -1,4 +1,23 @@
-//! Intent: the standard rules applied to a network's intent files.
+//! netc-intent: the standard rules applied to a network's intent files,
+//! from scratch (`netc compile`) or kept warm (`netc serve`, `netc repl`).
+//!
+//! Map of this crate:
+//! - `lib.rs` (here): load, evaluate and write, in the order below;
+//! - [`rules`]: the standard rules (embedded, or `--rules DIR`);
+//! - [`findings`]: bad intent (`error_*` rows) with the facts it cites;
+//! - `output.rs`: relations and device artifacts written to `OUT/`;
+//! - [`placement`]: the VIP-placement built-in (Duet's greedy, sticky);
+//! - [`io`]: facts and update scripts read, outputs written (Souffle's
+//!   formats);
+//! - [`warm`]: the warm session the daemon and the REPL share — intent
+//!   compiled once, each change committed as a difference of facts
+//!   ([`texts`]: its intent texts; [`pattern`]: `rel(X, "c", _)` patterns);
+//! - [`oom`]: out of memory reported as an exit 2, staged output removed;
+//! - [`timings`] (`--timings`), [`settled`] (what a second thread may write
+//!   while the placement runs).
+//!
+//! Architecture invariant: nothing here names the store, a rollout or the
+//! command line. The engine (netc-engine) is imported as `engine` below.
 //!
 //! The path of `netc compile` (and, later, `plan`/`apply`/`verify`):
 //! 1. [`load`]: the standard rules ([`rules`], embedded or `--rules DIR`)
@@ -23,10 +42,19 @@
 //! meanwhile.
 
 pub mod findings;
+pub mod io;
+pub mod oom;
 pub mod output;
+pub mod pattern;
+pub mod placement;
 pub mod rules;
 pub mod settled;
+pub mod texts;
 pub mod timings;
+pub mod warm;
+
+use netc_engine as engine;
+use netc_engine::cpu;
 
 use crate::engine::{Engine, EngineError};
 use findings::Finding;

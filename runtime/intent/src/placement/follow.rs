@@ -264,8 +264,8 @@ mod tests {
     /// The Duet example (8 VIPs, two of them two-level with TIPs), placed.
     fn duet() -> (Engine, Placement) {
         let path =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/duet/intent.ndl");
-        let c = crate::intent::load(std::slice::from_ref(&path), None).unwrap();
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/duet/intent.ndl");
+        let c = crate::load(std::slice::from_ref(&path), None).unwrap();
         let plan = Arc::new(c.plan.expect("the Duet example compiles"));
         let mut e = Engine::new(plan, 1).unwrap();
         e.commit(Transaction::new()).unwrap();

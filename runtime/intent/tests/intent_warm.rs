@@ -14,16 +14,16 @@
 
 use netc_compiler::plan::{Plan, RelId};
 use netc_compiler::value::{Row, Value};
-use netc_runtime::engine::{Engine, Transaction};
+use netc_engine::{Engine, Transaction};
 use std::path::PathBuf;
 use std::sync::Arc;
 
 fn plan(example: &str) -> Arc<Plan> {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../examples")
+        .join("../../examples")
         .join(example)
         .join("intent.ndl");
-    let c = netc_runtime::intent::load(&[path], None).expect("the example reads");
+    let c = netc_intent::load(&[path], None).expect("the example reads");
     assert!(!c.diagnostics.has_errors(), "{example} does not compile");
     Arc::new(c.plan.expect("a plan"))
 }

@@ -347,7 +347,7 @@ fn a_block_kept_by_the_bound_still_counts_the_route_budget() {
 // ------------------------------------------------------------ the built-in on the Duet example
 
 fn repo() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 fn duet_engine(files: &[&str]) -> crate::engine::Engine {
@@ -355,9 +355,9 @@ fn duet_engine(files: &[&str]) -> crate::engine::Engine {
         .iter()
         .map(|f| repo().join("examples/duet").join(f))
         .collect();
-    let c = crate::intent::load(&paths, None).unwrap();
+    let c = crate::load(&paths, None).unwrap();
     let plan = std::sync::Arc::new(c.plan.expect("the Duet example compiles"));
-    crate::intent::evaluate(plan, 2).unwrap()
+    crate::evaluate(plan, 2).unwrap()
 }
 
 fn vip_placement(e: &crate::engine::Engine) -> Vec<(String, String)> {
@@ -393,8 +393,8 @@ fn duet_example_is_placed_by_the_builtin_and_pins_win() {
     let pin = dir.join("pin.ndl");
     std::fs::write(&pin, "vip_placement(100.64.1.5, \"tor4\").\n").unwrap();
     let paths = vec![repo().join("examples/duet/intent.ndl"), pin];
-    let c = crate::intent::load(&paths, None).unwrap();
-    let e = crate::intent::evaluate(std::sync::Arc::new(c.plan.unwrap()), 1).unwrap();
+    let c = crate::load(&paths, None).unwrap();
+    let e = crate::evaluate(std::sync::Arc::new(c.plan.unwrap()), 1).unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
     assert_eq!(
         vip_placement(&e),
