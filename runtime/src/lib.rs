@@ -11,7 +11,8 @@
 //! - [`gen`] writes synthetic intent at any scale (`netc gen`).
 //! - [`agent`] is `netc agent`, a host's daemon (bridge sync, DIP probes).
 //! - [`store`] remembers every applied generation (SQLite under `.netc/`);
-//!   [`rollout`] pushes a generation to every device, all or nothing.
+//!   [`rollout`] pushes a generation to every device, all or nothing; with
+//!   [`lab`] and [`agent`] they are the netc-deploy crate.
 //! - [`serve`] is `netc serve`, the warm daemon (HTTP+JSON); [`repl`] is
 //!   `netc repl`; both hold the warm session (`intent::warm`).
 //! - [`commands`] implements each `netc` subcommand on top of those; the
@@ -25,10 +26,7 @@ pub use netc_engine::cpu;
 pub use netc_intent as intent;
 pub use netc_intent::{io, oom, placement};
 pub mod gen;
-pub mod agent;
-pub mod store;
-pub mod rollout;
-pub mod lab;
+pub use netc_deploy::{agent, lab, rollout, store};
 pub mod serve;
 pub mod repl;
 pub mod commands;

@@ -107,7 +107,7 @@ impl Default for Defaults {
             p4client: std::env::var_os("NETC_P4CLIENT")
                 .map(PathBuf::from)
                 .unwrap_or_else(|| {
-                    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../targets"))
+                    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../targets"))
                 }),
             timeout_secs: 60,
         }
