@@ -445,7 +445,7 @@ proptest! {
 
 /// A k-ary fat tree (k pods of k/2 ToRs and k/2 aggs, (k/2)² cores) with
 /// `vips` VIPs of 1–4 DIP ToRs and traffic from one ToR, as `netc gen`
-/// draws them. `cargo test --release -p netc-runtime --lib placement_perf
+/// draws them. `cargo test --release -p netc-intent --lib placement_perf
 /// -- --ignored --nocapture` prints the time of a from-scratch placement and
 /// of one VIP update.
 #[test]

@@ -6,7 +6,7 @@
 //! instead of a raw backtrace.
 
 use clap::{Parser, Subcommand};
-use netc_runtime::commands::{self, Outcome};
+use netc_cli::commands::{self, Outcome};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -28,7 +28,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Check programs and print diagnostics; evaluate nothing.
-    #[command(after_help = netc_runtime::after_help!(
+    #[command(after_help = netc_cli::after_help!(
         concat!(
         "With --intent the files are network intent, checked with the standard rules and evaluated; bad intent is\n",
         "reported with the facts it cites (file:line:col), as `netc compile` does, and nothing is written.",
@@ -56,7 +56,7 @@ enum Command {
         json: bool,
     },
     /// Evaluate programs like `souffle -F DIR -D DIR`, optionally applying update transactions.
-    #[command(after_help = netc_runtime::after_help!(
+    #[command(after_help = netc_cli::after_help!(
         concat!(
         "Update scripts (--updates): lines `+rel(1, \"a\").` and `-rel(1, \"a\").`, each transaction closed by `commit.`.\n",
         "After each commit the output changes are printed as `+rel(..)` / `-rel(..)` (sorted) followed by `commit N`\n",
@@ -92,7 +92,7 @@ enum Command {
     /// Print how the verifier reads a P4Runtime WriteRequest (DIR/p4/<switch>.txtpb), as JSON.
     #[command(
         name = "decode-p4",
-        after_help = netc_runtime::after_help!(
+        after_help = netc_cli::after_help!(
         concat!(
         "Fields by their P4Runtime names, only those set, bytes as hex; ids checked against p4/netc.p4info.txtpb.\n",
         "The output is always JSON; --json is accepted for symmetry (errors then are JSON too).",
@@ -111,7 +111,7 @@ enum Command {
         json: bool,
     },
     /// Write the extra entries a Tofino switch (p4/netc_tna.p4) needs: DIR/p4_tna/<switch>.txtpb.
-    #[command(after_help = netc_runtime::after_help!(
+    #[command(after_help = netc_cli::after_help!(
         concat!(
         "netc_tna.p4 computes hash5 % n with lookup tables (Tofino has no run-time `%`); this writes,\n",
         "for every switch of an artifact directory, the WriteRequest that fills them for the vector\n",
@@ -131,7 +131,7 @@ enum Command {
         json: bool,
     },
     /// Each switch's table use against a capacity model (Duet: host 16K, ECMP 4K, tunnel 512; or Tofino stages/SRAM/TCAM).
-    #[command(after_help = netc_runtime::after_help!(
+    #[command(after_help = netc_cli::after_help!(
         "Counts each switch's table entries from the compiled intent and compares them with the profile's limits.",
         example: "  netc capacity examples/quickstart/intent.ndl --profile tofino --json",
         exit0: "every switch fits",
@@ -153,7 +153,7 @@ enum Command {
         rules: Option<PathBuf>,
     },
     /// Compile network intent with the standard rules into per-device artifacts.
-    #[command(after_help = netc_runtime::after_help!(
+    #[command(after_help = netc_cli::after_help!(
         concat!(
         "Writes DIR/relations/<relation>.csv for every located output relation (tab-separated, sorted) and each\n",
         "device's artifacts (DIR/ovs, DIR/p4, DIR/host). Bad intent (any error_* relation non-empty) is reported\n",
@@ -187,7 +187,7 @@ enum Command {
         timings: bool,
     },
     /// Generate a deterministic intent scenario (fat tree, tenants, VMs, VIPs, ACLs, multicast, NFs, traffic).
-    #[command(after_help = netc_runtime::after_help!(
+    #[command(after_help = netc_cli::after_help!(
         concat!(
         "Presets (docs/gen.md): S = 1,000 VMs / 100 hosts / 100 tenants / 300 VIPs (k=4);\n",
         "M = 10,000 VMs / 1,000 hosts / 1,000 tenants / 3,000 VIPs (k=8);\n",
@@ -202,19 +202,19 @@ enum Command {
     ))]
     Gen {
         /// Scenario size: S, M or L.
-        #[arg(long, default_value = "S", value_parser = clap::value_parser!(netc_runtime::gen::Preset))]
-        preset: netc_runtime::gen::Preset,
+        #[arg(long, default_value = "S", value_parser = clap::value_parser!(netc_cli::gen::Preset))]
+        preset: netc_cli::gen::Preset,
         /// Output: a FILE (all facts), a DIR (existing, or ending in `/`: topology/tenants/services/policy.ndl), or `-` for stdout.
         #[arg(short, long, value_name = "FILE|DIR")]
         out: PathBuf,
         #[command(flatten)]
-        knobs: netc_runtime::commands::gen::Knobs,
+        knobs: netc_cli::commands::gen::Knobs,
         /// Print the scenario's counts as JSON.
         #[arg(long)]
         json: bool,
     },
     /// Prove isolation and affinity on the artifacts that will be pushed (specs/invariants.md).
-    #[command(after_help = netc_runtime::after_help!(
+    #[command(after_help = netc_cli::after_help!(
         concat!(
         "`netc verify INTENT...` compiles, then verifies; `--artifacts DIR [INTENT...]` verifies a directory written by `netc compile`\n",
         "(against the intent when given, else against the host agents' rows). `--against OLD` (a previous artifact directory, or a\n",
@@ -265,7 +265,7 @@ enum Command {
         limit: usize,
     },
     /// Show what the verifier's model predicts one packet does, device by device (a debugging aid).
-    #[command(after_help = netc_runtime::after_help!(
+    #[command(after_help = netc_cli::after_help!(
         concat!(
         "The packet: comma-separated key=value (ovs-fields(7) names): host= (the bridge) and in_port= (the VM's OpenFlow port,\n",
         "or 1 with tun_id= for a packet arriving by VXLAN), then headers: eth_src eth_dst eth_type ip_src ip_dst proto tp_src tp_dst\n",
@@ -301,7 +301,7 @@ enum Command {
         json: bool,
     },
     /// Print the program in another engine's language (Souffle), for cross-checking.
-    #[command(after_help = netc_runtime::after_help!(
+    #[command(after_help = netc_cli::after_help!(
         concat!(
         "Network types are encoded as numbers (ipv4, mac: unsigned; prefix4: network << 8 | length; ipv6: symbols);\n",
         "hash5 and text-to-address conversions become @netc_* user-defined functors.\n",
@@ -339,7 +339,7 @@ enum Command {
     /// A prompt over the warm intent: queries, :assert/:retract, :whatif, :explain, :plan.
     Repl(commands::repl::ReplArgs),
     /// Show what `netc apply` would change on each device, and verify it; touches no device.
-    #[command(after_help = netc_runtime::after_help!(
+    #[command(after_help = netc_cli::after_help!(
         concat!(
         "Compiles the intent, diffs each device's artifacts against the last applied generation of the state\n",
         "directory (--state, default .netc/), prints per-device +adds -removes (the entries with -v), and runs\n",
@@ -377,7 +377,7 @@ enum Command {
         waivers: commands::staged::WaiverArgs,
     },
     /// Plan, verify, push every device atomically, and record the generation.
-    #[command(after_help = netc_runtime::after_help!(
+    #[command(after_help = netc_cli::after_help!(
         concat!(
         "Refuses (exit 1, nothing pushed) when the verifier finds a violation, unless --force (recorded).\n",
         "Each device gets its complete intended state in one atomic step (OVS: one bundle; P4Runtime: all or\n",
@@ -437,7 +437,7 @@ enum Command {
         waivers: commands::staged::WaiverArgs,
     },
     /// Re-push a stored generation (default: the one before the last), recorded as a new generation.
-    #[command(after_help = netc_runtime::after_help!(
+    #[command(after_help = netc_cli::after_help!(
         concat!(
         "The generation's stored artifacts are verified again, pushed as `netc apply` pushes, and committed with\n",
         "the note `rollback to GEN`. Devices: --inventory FILE, else the routes the last generation used.",
@@ -468,7 +468,7 @@ enum Command {
         waivers: commands::staged::WaiverArgs,
     },
     /// The last generation, and whether each device still holds it (a reconcile dry run).
-    #[command(after_help = netc_runtime::after_help!(
+    #[command(after_help = netc_cli::after_help!(
         concat!(
         "Devices: --inventory FILE, else the routes the last generation used. OVS bridges are dumped and diffed by\n",
         "cookie and by what each flow does (match, priority, actions; groups by buckets), so a flow edited in place\n",
@@ -493,7 +493,7 @@ enum Command {
         state: Option<PathBuf>,
     },
     /// Every generation applied: id, time, who, verdict, forced, files.
-    #[command(after_help = netc_runtime::after_help!(
+    #[command(after_help = netc_cli::after_help!(
         "Reads the generation store (--state, default .netc/); touches no device.",
         example: "  netc history --json",
         exit0: "listed",
@@ -507,7 +507,7 @@ enum Command {
         state: Option<PathBuf>,
     },
     /// Per-device adds and removes between two stored generations.
-    #[command(after_help = netc_runtime::after_help!(
+    #[command(after_help = netc_cli::after_help!(
         "Compares the per-device artifacts the store recorded for the two generations; touches no device.",
         example: "  netc diff 3 4 -v",
         exit0: "printed",
@@ -537,10 +537,10 @@ enum Command {
 /// `_int_malloc`/`_int_free`/`malloc_consolidate` walking that fragmented
 /// heap were ~20% of a change's CPU (`perf`, docs/performance.md); with
 /// mimalloc the L p50s fell 35-47%.
-// A failed allocation exits 2 saying how much was needed (`netc_runtime::oom`).
+// A failed allocation exits 2 saying how much was needed (`netc_intent::oom`).
 #[global_allocator]
-static GLOBAL: netc_runtime::oom::Guarded<mimalloc::MiMalloc> =
-    netc_runtime::oom::Guarded(mimalloc::MiMalloc);
+static GLOBAL: netc_intent::oom::Guarded<mimalloc::MiMalloc> =
+    netc_intent::oom::Guarded(mimalloc::MiMalloc);
 
 fn main() -> ExitCode {
     // A file size limit (`ulimit -f`) makes a write fail with EFBIG, which
@@ -627,7 +627,7 @@ fn dispatch(cli: Cli) -> Outcome {
             rules: rules.as_deref(),
             profile: &profile,
             json,
-            workers: netc_runtime::engine::default_workers(),
+            workers: netc_engine::default_workers(),
         }),
         Command::Compile {
             intent,
@@ -640,7 +640,7 @@ fn dispatch(cli: Cli) -> Outcome {
             intent: &intent,
             rules: rules.as_deref(),
             out: &out,
-            workers: workers.map_or_else(netc_runtime::engine::default_workers, usize::from),
+            workers: workers.map_or_else(netc_engine::default_workers, usize::from),
             timings,
         }),
         Command::Gen {
