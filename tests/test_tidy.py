@@ -249,9 +249,9 @@ def test_paths_named_in_docs_exist():
 
 def test_path_candidates():
     doc = ROOT / "docs" / "gen.md"
-    assert repo_path_candidate("runtime/src/gen/tests.rs", doc) == "runtime/src/gen/tests.rs"
+    assert repo_path_candidate("runtime/cli/src/gen/tests.rs", doc) == "runtime/cli/src/gen/tests.rs"
     assert repo_path_candidate("../bench/results/x.json", doc) == "../bench/results/x.json"
-    assert repo_path_candidate("runtime/src/main.rs:12", doc) == "runtime/src/main.rs"
+    assert repo_path_candidate("runtime/cli/src/main.rs:12", doc) == "runtime/cli/src/main.rs"
     assert repo_path_candidate("specs/intent.md#intent", doc) == "specs/intent.md"
     assert repo_path_candidate("specs/", doc) == "specs"
     assert repo_path_candidate("perf/cdf-S.png", doc, link=True) == "perf/cdf-S.png"

@@ -90,7 +90,7 @@ mod tests {
         on_disk.sort();
         let mut embedded: Vec<String> = STANDARD_RULES.iter().map(|(n, _)| n.to_string()).collect();
         embedded.sort();
-        assert_eq!(on_disk, embedded, "rules/ and STANDARD_RULES differ: list every rules file in runtime/src/intent/rules.rs");
+        assert_eq!(on_disk, embedded, "rules/ and STANDARD_RULES differ: list every rules file in runtime/intent/src/rules.rs");
         for (name, text) in STANDARD_RULES {
             assert_eq!(std::fs::read_to_string(dir.join(name)).unwrap(), *text);
         }

@@ -1,5 +1,5 @@
 //! `netc agent --host H --artifacts DIR [--bridge B] [--health-out FILE]`:
-//! the per-host daemon (runtime/src/agent/). Options map 1:1 onto
+//! the per-host daemon (runtime/deploy/src/agent/). Options map 1:1 onto
 //! [`AgentOptions`]; errors are printed once, here, with the host named.
 //! `--once` reconciles the bridge and probes once, then exits: 0 when the
 //! bridge now matches, 2 with the error otherwise.

@@ -1,4 +1,4 @@
-//! `netc lab up|status|stop`: the local OVS lab (runtime/src/lab/) by hand.
+//! `netc lab up|status|stop`: the local OVS lab (runtime/deploy/src/lab/) by hand.
 //!
 //! `up` does what `netc apply` does when there is no inventory, minus the
 //! store: compile the intent (refusing bad intent, exit 1), start or reuse

@@ -1,5 +1,5 @@
 //! `netc trace SRC DST [PROTO/PORT]`: one packet's path and fate through the
-//! lab's real bridges (runtime/src/lab/trace.rs does the following).
+//! lab's real bridges (runtime/deploy/src/lab/trace.rs does the following).
 //!
 //! Reads only `<state>/lab/topology.json` (written by the last apply / `lab
 //! up`) and the live bridges — no store, no intent. SRC must be a VM (its
