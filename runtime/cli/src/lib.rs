@@ -7,8 +7,9 @@
 //! - `intent`, `io`, `oom` (netc-intent): the standard rules, evaluation,
 //!   findings, placement, I/O and the warm session (`intent::warm`) the
 //!   daemon and the REPL share;
-//! - `store`, `rollout`, `lab`, `agent` (netc-deploy): generations, the
-//!   gate and the push to devices, the local OVS lab, the host agent.
+//! - `store`, `rollout`, `lab`, `agent`, `record` (netc-deploy):
+//!   generations, the gate and the push to devices, the local OVS lab, the
+//!   host agent, the warm session stored and recovered.
 //!
 //! Its own modules:
 //! - [`commands`] implements each `netc` subcommand on top of those; the
@@ -20,7 +21,7 @@
 //! Architecture invariant: nothing imports this crate; what a command shares
 //! with a lower module lives in that module's crate.
 
-use netc_deploy::{agent, lab, rollout, store};
+use netc_deploy::{agent, lab, record, rollout, store};
 use netc_engine as engine;
 use netc_intent as intent;
 use netc_intent::{io, oom};

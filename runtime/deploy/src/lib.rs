@@ -7,7 +7,9 @@
 //!   lock, recovery;
 //! - [`lab`]: a local Open vSwitch lab, one `ovs-vswitchd` per host
 //!   (`netc lab`, `netc trace`, and `netc apply` without an inventory);
-//! - [`agent`]: `netc agent`, a host's daemon (bridge sync, DIP probes).
+//! - [`agent`]: `netc agent`, a host's daemon (bridge sync, DIP probes);
+//! - [`record`]: the warm session (`netc serve`, `netc repl`) as a store
+//!   generation and back (recovery), through the same gate as `netc apply`.
 //!
 //! Architecture invariant: nothing here imports the command-line crate
 //! (netc-cli); what a command and a module here both need lives here or
@@ -16,9 +18,10 @@
 
 pub mod agent;
 pub mod lab;
+pub mod record;
 pub mod rollout;
 pub mod store;
 
 use netc_engine as engine;
 use netc_intent as intent;
-use netc_intent::io;
+use netc_intent::{io, warm};

@@ -19,8 +19,8 @@
 //!   query never hangs the prompt.
 
 use crate::engine::{eval_cond, eval_expr, fold_aggregate};
-use crate::serve::pattern::{show, show_atom};
-use crate::serve::warm::Warm;
+use crate::intent::pattern::{show, show_atom};
+use crate::intent::warm::Warm;
 use netc_compiler::plan::AggFunc;
 use netc_compiler::plan::{ColPat, Expr, RelId, RulePlan, Source, Step};
 use netc_compiler::types::Prim;
@@ -450,7 +450,7 @@ fn steps(
             let arity = ctx.w.plan().relations[*rel].arity();
             let args: Vec<String> = (0..arity)
                 .map(|c| match right_cols.iter().position(|x| *x == c) {
-                    Some(k) => crate::serve::pattern::show(&key[k]),
+                    Some(k) => crate::intent::pattern::show(&key[k]),
                     None => "_".into(),
                 })
                 .collect();
@@ -588,7 +588,7 @@ fn render_into(n: &Node, indent: usize, out: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::serve::warm::IntentText;
+    use crate::intent::warm::IntentText;
 
     const PATHS: &str =
         ".decl edge(a: number, b: number)\n.decl path(a: number, b: number)\n.output path\n\

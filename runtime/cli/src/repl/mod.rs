@@ -45,8 +45,8 @@ macro_rules! sayln {
 }
 
 use crate::commands::Outcome;
-use crate::serve::pattern::{self, show, show_atom};
-use crate::serve::warm::{Change, IntentText, Warm};
+use crate::intent::pattern::{self, show, show_atom};
+use crate::intent::warm::{Change, IntentText, Warm};
 use std::borrow::Cow;
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -126,7 +126,7 @@ pub fn run(args: ReplArgs) -> Outcome {
 }
 
 fn start(args: &ReplArgs, dir: &Path) -> Result<Warm, Outcome> {
-    let bad = |e: crate::serve::warm::WarmError| Outcome::InputError(e.to_string(), None);
+    let bad = |e: crate::intent::warm::WarmError| Outcome::InputError(e.to_string(), None);
     if !args.intent.is_empty() {
         let files = args
             .intent
@@ -137,11 +137,11 @@ fn start(args: &ReplArgs, dir: &Path) -> Result<Warm, Outcome> {
         return Warm::start(files, args.rules).map_err(bad);
     }
     match crate::store::Store::open_existing(dir) {
-        Ok(store) => crate::serve::record::recover(
+        Ok(store) => crate::record::recover(
             &store,
             Vec::new(),
             args.rules,
-            crate::serve::warm::Includes::Disk,
+            crate::intent::warm::Includes::Disk,
         )
         .map(|(w, g)| {
             eprintln!("loaded generation {g} from {}", dir.display());
@@ -371,7 +371,7 @@ fn whatif(w: &mut Warm, file: &str) -> Result<(), Error> {
         .change(files, |w, ch| {
             let v = if ch.findings.is_empty() {
                 // the gate's whole report, as `netc verify INTENT` prints it
-                match crate::serve::record::verify(w, 3) {
+                match crate::record::verify(w, 3) {
                     Ok(r) if r.violated() => format!("violated\n{}", r.human()),
                     Ok(r) => format!("proven\n{}", r.human()),
                     Err(e) => format!("not run ({e})"),

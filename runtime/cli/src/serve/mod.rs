@@ -17,7 +17,8 @@
 //!   includes read; [`pattern`]: `rel(X, "c", _)` patterns (queries,
 //!   `:assert`, `:explain`);
 //! - `deltas.rs`: the numbered stream of per-device deltas;
-//! - `record.rs`: the session as a store generation and back (recovery);
+//! - [`record`] (netc-deploy's): the session as a store generation and
+//!   back (recovery);
 //! - `client.rs`: the other side, for `netc plan/apply --server URL`.
 //!
 //! [`run`] opens the store (`--state DIR`, default `.netc`), recovers the
@@ -29,7 +30,7 @@
 
 pub use netc_intent::{pattern, texts, warm};
 pub mod deltas;
-pub mod record;
+pub use netc_deploy::record;
 pub mod devices;
 pub mod log;
 pub mod api;
