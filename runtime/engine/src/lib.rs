@@ -45,6 +45,10 @@
 //! count.
 //! A one-shot engine ([`Engine::new_one_shot`]) computes the same, but
 //! after commit 0 it can change only the relations it was started with.
+//!
+//! Architecture invariant: the engine names no relation and never imports
+//! the syntax tree; it reads the plan IR, values, types and functors only
+//! (`tests/test_tidy.py` checks both).
 
 mod api;
 pub mod cpu;
