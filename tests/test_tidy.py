@@ -166,8 +166,7 @@ def test_glob_import_scan_skips_test_modules_only(tmp_path):
 CRATE_LAYERS = [
     ["netc-compiler"],
     ["netc-engine", "netc-targets"],
-    ["netc-verify"],
-    ["netc-intent"],
+    ["netc-verify", "netc-intent"],
     ["netc-deploy"],
     ["netc-cli", "netc-bench"],
 ]

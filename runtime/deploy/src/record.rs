@@ -139,7 +139,7 @@ pub fn verify(w: &Warm, limit: usize) -> Result<netc_verify::report::Report, Str
     // the files' facts in their order, less those retracted at the
     // prompt, then those asserted there
     let mut now: Vec<crate::store::IntentFact> = w
-        .verifier_facts()
+        .fact_texts()
         .into_iter()
         .flat_map(|(relation, rows)| {
             rows.into_iter().map(move |r| crate::store::IntentFact {

@@ -1,6 +1,6 @@
 //! The intent texts a warm session holds, and where their `.include`s may
 //! read from (`warm.rs` compiles them; `netc_compiler::syntax::confine`
-//! resolves a confined include).
+//! resolves a confined include); its facts as text ([`FactText`]).
 
 use super::warm::WarmError;
 use std::path::{Path, PathBuf};
@@ -37,4 +37,14 @@ pub enum Includes {
     /// Only the session's own texts and files under `dir`: `netc serve`,
     /// whose texts come from callers who must not make it read other files.
     Confined { dir: Option<PathBuf> },
+}
+
+/// An intent fact as text (`Warm::fact_texts`): what the verifier and a
+/// stored generation read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FactText {
+    /// Its values as artifact text (symbols without quotes).
+    pub vals: Vec<String>,
+    /// Where it was written (`file:line:col`), or `prompt`.
+    pub at: String,
 }

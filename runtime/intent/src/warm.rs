@@ -36,7 +36,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-pub use super::texts::{Includes, IntentText};
+pub use super::texts::{FactText, Includes, IntentText};
 
 /// Why a change was refused. Nothing changed in the session.
 #[derive(Debug, thiserror::Error)]
@@ -559,14 +559,14 @@ impl Warm {
         &self.verified
     }
 
-    /// The intent facts as the verifier reads them (values as text, `file:line:col`).
-    pub fn verifier_facts(&self) -> netc_verify::policy::Facts {
-        let mut facts = netc_verify::policy::Facts::new();
+    /// The intent facts by relation, as text (as the verifier reads them).
+    pub fn fact_texts(&self) -> BTreeMap<String, Vec<FactText>> {
+        let mut facts: BTreeMap<String, Vec<FactText>> = BTreeMap::new();
         for ((rel, row), origin) in &self.intent {
             facts
                 .entry(self.plan.relations[*rel].name.clone())
                 .or_default()
-                .push(netc_verify::artifacts::Row {
+                .push(FactText {
                     vals: row.iter().map(text).collect(),
                     at: match origin {
                         Origin::File(s) => self.sources.location(*s),
