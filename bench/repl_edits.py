@@ -2,7 +2,7 @@
 
 `suite.py` times the engine (`netc-bench intent`). This times what a user
 waits for at the prompt (the same session `netc serve` holds,
-`runtime/src/serve/warm.rs`): one `:assert`/`:retract` line written, its
+`runtime/intent/src/warm.rs`): one `:assert`/`:retract` line written, its
 answer read, then the next. The edits are generated from the intent file:
 
     vm        assert then retract a new VM of the first tenant on an existing

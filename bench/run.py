@@ -53,8 +53,8 @@ def target_dir() -> Path:
 
 
 def build() -> None:
-    log("cargo build --release -p netc-bench -p netc-runtime")
-    subprocess.run(["cargo", "build", "--release", "-p", "netc-bench", "-p", "netc-runtime"], cwd=ROOT, check=True)
+    log("cargo build --release -p netc-bench -p netc-cli")
+    subprocess.run(["cargo", "build", "--release", "-p", "netc-bench", "-p", "netc-cli"], cwd=ROOT, check=True)
 
 
 def run_measured(cmd: list[str]) -> tuple[int, str, float, float]:

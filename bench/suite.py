@@ -113,7 +113,7 @@ def head_snapshot(dest: Path) -> str:
 
 def build(src: Path) -> None:
     for cmd in (
-        ["cargo", "build", "--release", "-j2", "-p", "netc-runtime", "-p", "netc-bench"],
+        ["cargo", "build", "--release", "-j2", "-p", "netc-cli", "-p", "netc-bench"],
         ["cargo", "build", "--release", "-j2", "-p", "netc-verify", "--example", "incremental_bench"],
     ):
         log(" ".join(cmd) + f"  (in {src})")

@@ -2,7 +2,7 @@
 
 `netc_bin` (session scope) yields the path of a release `netc` binary:
   * $NETC_BIN if set (must exist and be executable), otherwise
-  * builds it with `cargo build --release -p netc-runtime` in the repo root.
+  * builds it with `cargo build --release -p netc-cli` in the repo root.
 A failed build, or a binary whose `netc run --help` does not mention
 `--updates`, FAILS the requesting tests (never a silent skip).  To run only the
 oracle self-tests (no netc needed): `pytest -m "not netc"`.
@@ -47,7 +47,7 @@ def _locate_netc() -> str:
             pytest.fail(f"NETC_BIN={env} is not an executable file", pytrace=False)
         path = p.resolve()
     else:
-        cmd = ["cargo", "build", "--release", "-p", "netc-runtime"]
+        cmd = ["cargo", "build", "--release", "-p", "netc-cli"]
         try:
             r = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
         except FileNotFoundError:

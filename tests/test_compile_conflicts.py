@@ -3,7 +3,7 @@ each other on a bridge (`error_ovs_flow_conflict`, `error_ovs_group_conflict`
 in rules/validate.ndl).
 
 The engine evaluates these two checks outside the dataflow
-(runtime/src/engine/fdcheck.rs), from the rules' derivations of `ovs_flow`
+(runtime/engine/src/fdcheck.rs), from the rules' derivations of `ovs_flow`
 and `ovs_group`. These tests run the real binary on a generated S scenario
 with one extra fact appended: a flow (or group) with the key of a generated
 one and other actions must be refused, citing the appended fact, and

@@ -1,4 +1,4 @@
-"""`netc gen`: the scenario generator (runtime/src/gen/, docs/gen.md).
+"""`netc gen`: the scenario generator (runtime/cli/src/gen/, docs/gen.md).
 
   * determinism: the same seed and knobs give identical bytes, another seed
     different bytes; directory mode holds exactly the single file's sections;

@@ -1,4 +1,4 @@
-"""The VIP placement built-in (runtime/src/placement/, specs/intent.md §5)
+"""The VIP placement built-in (runtime/intent/src/placement/, specs/intent.md §5)
 through the CLI, against the Python reference examples/duet/placement_ref.py.
 
   * property (Hypothesis): random fabrics (ToRs, aggs, a core; random table

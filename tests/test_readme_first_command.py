@@ -17,7 +17,7 @@ from ovs_fixture import ensure_ovs
 pytestmark = pytest.mark.netc
 
 REPO = Path(__file__).resolve().parent.parent
-CARGO_RUN = "cargo run --release -p netc-runtime --"
+CARGO_RUN = "cargo run --release -p netc-cli --"
 
 
 def first_command() -> list[str]:

@@ -5,16 +5,21 @@
 - no glob import (`use a::b::*;`) outside tests (`#[cfg(test)]` modules,
   `tests.rs`, `tests/` directories);
 - every repo path a reader's doc names (in backticks or a markdown link) exists;
-- no doc names an internal work session or a machine-specific path.
+- no doc names an internal work session or a machine-specific path;
+- the workspace's crates depend only downwards, in the layers ARCHITECTURE.md
+  names (`cargo metadata`), and the engine never imports the syntax tree.
 
 Each check lists every offender as `file:line: what`, so one run shows all of
-them. No Rust build and no netc binary needed: this reads files only.
+them. No Rust build and no netc binary needed: this reads files (and the
+manifests, through `cargo metadata --no-deps`) only.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -153,6 +158,80 @@ def test_glob_import_scan_skips_test_modules_only(tmp_path):
     assert [n for n, _ in glob_imports(src)] == [2, 12]
 
 
+# --- Crates ---------------------------------------------------------------
+
+# The workspace's crates in layers, lowest first (ARCHITECTURE.md, "Code map"):
+# a crate may depend only on crates of a lower layer, so nothing depends on
+# the command line (netc-cli) and the engine depends on no intent or device.
+CRATE_LAYERS = [
+    ["netc-compiler"],
+    ["netc-engine", "netc-targets"],
+    ["netc-verify", "netc-intent"],
+    ["netc-deploy"],
+    ["netc-cli", "netc-bench"],
+]
+
+
+def workspace_dependencies() -> dict[str, set[str]]:
+    """Each workspace crate -> the workspace crates it depends on (any kind: normal, dev, build)."""
+    out = subprocess.run(
+        ["cargo", "metadata", "--no-deps", "--format-version", "1"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    packages = json.loads(out)["packages"]
+    names = {p["name"] for p in packages}
+    return {p["name"]: {d["name"] for d in p["dependencies"] if d["name"] in names} for p in packages}
+
+
+def layer_violations(deps: dict[str, set[str]], layers: list[list[str]]) -> list[str]:
+    """`crate: what` for every crate missing from the layers and every dependency that is not downwards."""
+    layer = {name: i for i, names in enumerate(layers) for name in names}
+    failures = [
+        f"{c}: not in CRATE_LAYERS (tests/test_tidy.py); place it in a layer" for c in sorted(deps) if c not in layer
+    ]
+    for c in sorted(deps):
+        for d in sorted(deps[c]):
+            if c in layer and d in layer and layer[d] >= layer[c]:
+                failures.append(f"{c}: depends on {d}, a crate of layer {layer[d]} (it is in layer {layer[c]})")
+    return failures
+
+
+def test_crates_depend_only_downwards():
+    deps = workspace_dependencies()
+    # Guards against passing vacuously: the runtime is split into these crates.
+    assert {"netc-engine", "netc-intent", "netc-deploy", "netc-cli"} <= set(deps)
+    report(layer_violations(deps, CRATE_LAYERS), "dependencies that are not downwards")
+
+
+def test_layer_check_finds_upward_and_unplaced_crates():
+    deps = {"a": set(), "b": {"a"}, "c": {"b", "a"}, "d": {"c"}}
+    assert layer_violations(deps, [["a"], ["b", "c"]]) == [
+        "d: not in CRATE_LAYERS (tests/test_tidy.py); place it in a layer",
+        "c: depends on b, a crate of layer 1 (it is in layer 1)",
+    ]
+    assert layer_violations({"a": {"b"}, "b": set()}, [["a"], ["b"]]) == [
+        "a: depends on b, a crate of layer 1 (it is in layer 0)"
+    ]
+
+
+# The engine interprets the plan IR (and may run its checks, `lower::verify`); the
+# syntax tree and the checker are the compiler's alone. It names no relation either:
+# it looks none up by a name written in its source.
+ENGINE_FORBIDDEN = re.compile(r"netc_compiler::(ast|syntax|check)\b|relation_id\(\s*\"")
+
+
+def test_engine_never_imports_the_syntax_tree_nor_names_a_relation():
+    failures = []
+    for f in walk(ROOT / "runtime" / "engine" / "src", ".rs"):
+        for n, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1):
+            if ENGINE_FORBIDDEN.search(line.split("//", 1)[0]):
+                failures.append(f"{rel(f)}:{n}: {line.strip()}")
+    report(failures, "engine lines naming the compiler's syntax tree, its checker or a relation")
+
+
 # --- Docs -----------------------------------------------------------------
 
 
@@ -249,9 +328,9 @@ def test_paths_named_in_docs_exist():
 
 def test_path_candidates():
     doc = ROOT / "docs" / "gen.md"
-    assert repo_path_candidate("runtime/src/gen/tests.rs", doc) == "runtime/src/gen/tests.rs"
+    assert repo_path_candidate("runtime/cli/src/gen/tests.rs", doc) == "runtime/cli/src/gen/tests.rs"
     assert repo_path_candidate("../bench/results/x.json", doc) == "../bench/results/x.json"
-    assert repo_path_candidate("runtime/src/main.rs:12", doc) == "runtime/src/main.rs"
+    assert repo_path_candidate("runtime/cli/src/main.rs:12", doc) == "runtime/cli/src/main.rs"
     assert repo_path_candidate("specs/intent.md#intent", doc) == "specs/intent.md"
     assert repo_path_candidate("specs/", doc) == "specs"
     assert repo_path_candidate("perf/cdf-S.png", doc, link=True) == "perf/cdf-S.png"

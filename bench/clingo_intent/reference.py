@@ -9,7 +9,7 @@
   compare   relation by relation, row by row; a difference is a failure
 
 What cannot be a clingo rule: `vip_placement` is written by netc's placement
-built-in (runtime/src/placement, Duet's greedy, sticky), not by a rule. It is
+built-in (runtime/intent/src/placement, Duet's greedy, sticky), not by a rule. It is
 taken from netc's own compile and given to BOTH sides as facts: the rules
 derive `p4_announce(sw, prefix(ep, 32))` from exactly the `vip_placement(ep,
 sw)` rows whose switch exists and whose endpoint has a DIP vector, and a
@@ -39,7 +39,7 @@ REPO = Path(__file__).resolve().parents[2]
 LEFT_OUT = [
     {
         "what": "vip_placement",
-        "why": "written by netc's placement built-in (runtime/src/placement: Duet §2.3 greedy, "
+        "why": "written by netc's placement built-in (runtime/intent/src/placement: Duet §2.3 greedy, "
         "sticky), not by a rule; taken from netc's compile (p4_announce read backwards) and "
         "given to both sides as facts",
     }
@@ -47,9 +47,9 @@ LEFT_OUT = [
 
 
 def rule_files(rules_dir: Path | None = None) -> list[Path]:
-    """The standard rules in the order netc embeds them (runtime/src/intent/rules.rs)."""
+    """The standard rules in the order netc embeds them (runtime/intent/src/rules.rs)."""
     rules_dir = rules_dir or REPO / "rules"
-    embedded = (REPO / "runtime/src/intent/rules.rs").read_text()
+    embedded = (REPO / "runtime/intent/src/rules.rs").read_text()
     names = re.findall(r'include_str!\("\.\./\.\./\.\./rules/([a-z_0-9]+\.ndl)"\)', embedded)
     on_disk = sorted(p.name for p in rules_dir.glob("*.ndl"))
     if sorted(names) != on_disk:

@@ -32,7 +32,7 @@ def netc_path(arg: str | None) -> str:
         return arg
     if os.environ.get("NETC_BIN"):
         return os.environ["NETC_BIN"]
-    subprocess.run(["cargo", "build", "--release", "-p", "netc-runtime"], cwd=REPO, check=True)
+    subprocess.run(["cargo", "build", "--release", "-p", "netc-cli"], cwd=REPO, check=True)
     target = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target"))
     return str(target / "release" / "netc")
 

@@ -9,7 +9,7 @@
 //!    fresh fact then delete it; relations rotate through
 //!    `Workload::changed`. Each change is its own commit.
 //! 2. **From scratch** (timed, the number compared with clingo): compile the
-//!    program, read every `.input` TSV through `netc_runtime::io::facts` (as
+//!    program, read every `.input` TSV through `netc_intent::io::facts` (as
 //!    `netc run` does), start the engine and commit all facts in one
 //!    transaction. Clingo's side likewise parses its program and facts text.
 //! 3. **Changes** (each `commit` call timed alone).
@@ -23,8 +23,8 @@ use crate::measure;
 use crate::workload::{self, Params, Rng};
 use netc_compiler::plan::{Plan, RelId};
 use netc_compiler::value::{Row, Value};
-use netc_runtime::engine::{Diff, Engine, Transaction};
-use netc_runtime::io::facts;
+use netc_engine::{Diff, Engine, Transaction};
+use netc_intent::io::facts;
 use serde_json::{json, Value as Json};
 use std::collections::HashSet;
 use std::path::PathBuf;

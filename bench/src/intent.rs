@@ -28,9 +28,9 @@
 use crate::measure;
 use netc_compiler::plan::{Plan, RelId};
 use netc_compiler::value::{Row, Sym, Value};
-use netc_runtime::engine::{Changes, Diff, Engine, Transaction};
-use netc_runtime::intent;
-use netc_runtime::placement::{follow, Follower, Placement};
+use netc_engine::{Changes, Diff, Engine, Transaction};
+use netc_intent as intent;
+use netc_intent::placement::{follow, Follower, Placement};
 use netc_targets::DeviceRows;
 use serde_json::{json, Value as Json};
 use std::collections::{BTreeMap, BTreeSet};
@@ -388,7 +388,7 @@ fn evaluate(plan: Arc<Plan>, workers: usize) -> Result<(Engine, Option<Placement
     engine
         .commit(Transaction::new())
         .map_err(|e| e.to_string())?;
-    let placement = netc_runtime::placement::place_into(&mut engine).map_err(|e| e.to_string())?;
+    let placement = netc_intent::placement::place_into(&mut engine).map_err(|e| e.to_string())?;
     Ok((engine, placement))
 }
 

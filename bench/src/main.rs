@@ -153,7 +153,7 @@ fn intent_run(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// The same allocator as `netc`'s (see runtime/src/main.rs), so the
+/// The same allocator as `netc`'s (see runtime/cli/src/main.rs), so the
 /// bench measures what `netc serve` runs.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;

@@ -16,7 +16,7 @@
 //!   `out(x, u)` have about `m` rows: non-trivial, and bounded.
 //!
 //! Facts are written as Souffle TSV (`<rel>.facts`, read by `netc` and by the
-//! driver through `netc_runtime::io`) and as ASP facts (`facts.lp`, for
+//! driver through `netc_intent::io`) and as ASP facts (`facts.lp`, for
 //! clingo), plus `meta.json` recording the parameters.
 
 use std::collections::HashSet;

@@ -78,7 +78,7 @@ def main() -> int:
     a = ap.parse_args()
 
     if not a.skip_build:
-        for cmd in (["cargo", "build", "--release", "-j2", "-p", "netc-runtime"],
+        for cmd in (["cargo", "build", "--release", "-j2", "-p", "netc-cli"],
                     ["cargo", "build", "--release", "-j2", "-p", "netc-verify", "--example", "incremental_bench"]):
             if subprocess.run(cmd, cwd=REPO).returncode != 0:
                 return 1

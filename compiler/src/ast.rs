@@ -27,6 +27,7 @@
 //!            | ("count" | "sum" | "min" | "max" | "mean") [expr] ":" ( atom | "{" disj "}" )
 //! ```
 
+pub use crate::plan::ops::{AggFunc, BinOp, CmpOp, UnOp};
 use crate::source::Span;
 
 /// A name with the span where it was written.
@@ -166,97 +167,6 @@ pub enum Literal {
     Group(Vec<Vec<Literal>>, Span),
     /// `true` / `false`
     Bool(bool, Span),
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum CmpOp {
-    Eq,
-    Ne,
-    Lt,
-    Le,
-    Gt,
-    Ge,
-}
-
-impl CmpOp {
-    pub fn symbol(self) -> &'static str {
-        match self {
-            CmpOp::Eq => "=",
-            CmpOp::Ne => "!=",
-            CmpOp::Lt => "<",
-            CmpOp::Le => "<=",
-            CmpOp::Gt => ">",
-            CmpOp::Ge => ">=",
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum BinOp {
-    Add,
-    Sub,
-    Mul,
-    Div,
-    Mod,
-    Pow,
-    /// Souffle's `band`, `bor`, `bxor`, `bshl`, `bshr`, `land`, `lor`.
-    BAnd,
-    BOr,
-    BXor,
-    Shl,
-    Shr,
-    LAnd,
-    LOr,
-}
-
-impl BinOp {
-    pub fn symbol(self) -> &'static str {
-        match self {
-            BinOp::Add => "+",
-            BinOp::Sub => "-",
-            BinOp::Mul => "*",
-            BinOp::Div => "/",
-            BinOp::Mod => "%",
-            BinOp::Pow => "^",
-            BinOp::BAnd => "band",
-            BinOp::BOr => "bor",
-            BinOp::BXor => "bxor",
-            BinOp::Shl => "bshl",
-            BinOp::Shr => "bshr",
-            BinOp::LAnd => "land",
-            BinOp::LOr => "lor",
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum UnOp {
-    Neg,
-    BNot,
-    LNot,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum AggFunc {
-    Count,
-    Sum,
-    Min,
-    Max,
-    /// `concat x by k1, .., kn : { body }`: the distinct `(k1, .., kn, x)`
-    /// of the body, in ascending order, their `x` joined with `,`.
-    Concat,
-}
-
-impl AggFunc {
-    pub fn name(self) -> &'static str {
-        match self {
-            AggFunc::Count => "count",
-            AggFunc::Sum => "sum",
-            AggFunc::Min => "min",
-            AggFunc::Max => "max",
-            AggFunc::Concat => "concat",
-        }
-    }
 }
 
 /// A literal as written; its type is decided by the checker from context

@@ -20,11 +20,13 @@
 //! Semantics are sets: every relation is the distinct union of its base
 //! facts and what its rules derive.
 
-use crate::ast::{AggFunc, BinOp, CmpOp, UnOp};
+pub mod ops;
+
 use crate::functors::Builtin;
 use crate::source::Span;
 use crate::types::Prim;
 use crate::value::{Row, Value};
+pub use ops::{AggFunc, BinOp, CmpOp, UnOp};
 use std::collections::BTreeMap;
 
 /// Index into [`Plan::relations`].

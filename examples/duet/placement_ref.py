@@ -3,7 +3,7 @@ specs/intent.md §5 ("The placement built-in").  It reads the placement_*
 relations that the standard rules derive (from `netc run -D DIR` output or a
 dict) and returns {endpoint: switch}.  It pins the contract down and is the
 independent side of tests/test_placement.py, which compares it with the Rust
-built-in (runtime/src/placement/) on random inputs; netc itself does not use
+built-in (runtime/intent/src/placement/) on random inputs; netc itself does not use
 it.  It is written for clarity, not speed: every candidate recomputes every
 resource.
 

@@ -33,7 +33,7 @@ from p4.v1 import p4runtime_pb2
 from .client import ForeignPipeline, P4ClientError, P4RuntimeClient, WriteFailed
 from .p4info import DEFAULT, load
 
-# netc's rollout (runtime/src/rollout/push.rs) reads this code
+# netc's rollout (runtime/deploy/src/rollout/push.rs) reads this code
 EXIT_FOREIGN_PROGRAM = 3
 # nobody reads it: the parent is gone
 EXIT_PARENT_DIED = 4

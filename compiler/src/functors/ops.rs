@@ -12,7 +12,7 @@
 //! mismatch of operand types is undefined.
 
 use super::Builtin;
-use crate::ast::{BinOp, CmpOp, UnOp};
+use crate::plan::{BinOp, CmpOp, UnOp};
 use crate::types::Prim;
 use crate::value::{Value, F64};
 use std::cmp::Ordering;

@@ -4,7 +4,7 @@
 //! A *move* is a VM (tenant, name) whose `agent_vm` row is on host A in the
 //! old generation and on host B in the new one. [`Phases::plan`] is the
 //! rollout order for a change, shared by the verifier and `netc apply`
-//! (`runtime/src/rollout`), so what is proven is what is pushed:
+//! (`runtime/deploy/src/rollout`), so what is proven is what is pushed:
 //! 1. *arrive*: every B is pushed its new artifacts (the VM is delivered at
 //!    B; senders still tunnel to A);
 //! 2. *hairpin*: every A is pushed its new artifacts plus [`hairpin`] flows
