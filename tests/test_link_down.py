@@ -13,11 +13,11 @@ real `netc serve` (the warm change a link-down is).
 
 from __future__ import annotations
 
-import csv
 import subprocess
 from pathlib import Path
 
 import pytest
+from test_vm_without_port import rows
 
 pytestmark = pytest.mark.netc
 
@@ -38,14 +38,6 @@ def compiled(netc_bin: str, tmp_path: Path, name: str, extra: str) -> Path:
     r = netc(netc_bin, "compile", str(intent), "--out", str(out), cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     return out
-
-
-def rows(out: Path, relation: str) -> list[list[str]]:
-    path = out / "relations" / f"{relation}.csv"
-    if not path.is_file():
-        return []
-    with path.open() as f:
-        return list(csv.reader(f, delimiter="\t"))
 
 
 def ports_used(out: Path, switch: str) -> set[str]:
