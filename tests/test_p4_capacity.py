@@ -61,6 +61,8 @@ def test_over_capacity_names_switch_and_limit(netc_bin, tmp_path):
             lines.append(f'host("{h}", 192.168.{i // 20}.1, "tor1", {1 + i // 20}).')
         lines.append(f'vm("web", "w{i}", 02:00:00:00:{i >> 8:02x}:{i & 255:02x}, 10.30.{i >> 8}.{i & 255}, "{h}").')
         lines.append(f'dip_pool(100.64.1.{1 + i % 2}, 6, 80, "web", "w{i}", 8080, 1).')
+        # a DIP is in service once its port is reported
+        lines.append(f'vm_port("{h}", "web", "w{i}", {10 + i % 20}).')
     src = tmp_path / "cap.ndl"
     src.write_text("\n".join(lines) + "\n")
     r = run(netc_bin, src)
