@@ -206,7 +206,7 @@ def test_readme_first_command_example_runs(netc_bin):
     assert "unreachable\nhost\tdst\n===============\nh1\t10.0.3.0/24" in r.stdout
 
 
-@pytest.mark.parametrize("case", ["run", "compile-json", "status", "history"])
+@pytest.mark.parametrize("case", ["run", "check-json", "status", "history"])
 def test_a_closed_pipe_ends_the_command_quietly(netc_bin, tmp_path, case):
     """`netc status | head -1`: the reader goes away before netc writes. The
     command must end as `ls` does (SIGPIPE, or exit 0) — never exit 101
@@ -223,7 +223,7 @@ def test_a_closed_pipe_ends_the_command_quietly(netc_bin, tmp_path, case):
     assert r.returncode == 0, r.stderr
     argv = {
         "run": ["run", str(prog)],
-        "compile-json": ["check", "--intent", "--json", quick],
+        "check-json": ["check", "--intent", "--json", quick],
         "status": ["status", "--state", str(state)],
         "history": ["history", "--state", str(state)],
     }[case]

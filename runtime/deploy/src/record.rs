@@ -22,6 +22,16 @@ use crate::store::{DeviceOutput, IntentFact, IntentFile, NewGeneration, Store, S
 use std::collections::BTreeSet;
 use std::path::Path;
 
+/// A stored intent file as the warm session reads it (its path is its name).
+impl From<IntentFile> for IntentText {
+    fn from(f: IntentFile) -> IntentText {
+        IntentText {
+            name: f.path,
+            text: f.text,
+        }
+    }
+}
+
 /// Why the daemon could not read or write its state.
 #[derive(Debug, thiserror::Error)]
 pub enum RecordError {
@@ -50,10 +60,7 @@ pub fn recover(
             let files = store
                 .intent_files(g.id)?
                 .into_iter()
-                .map(|f| IntentText {
-                    name: f.path,
-                    text: f.text,
-                })
+                .map(IntentText::from)
                 .collect();
             let warm =
                 Warm::start_in(files, rules, includes).map_err(|source| RecordError::Stored {

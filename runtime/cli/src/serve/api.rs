@@ -148,10 +148,7 @@ pub(super) fn current(shared: &Shared) -> Result<std::sync::MutexGuard<'_, Daemo
         .intent_files(g.id)
         .map_err(devices::store_error)?
         .into_iter()
-        .map(|f| IntentText {
-            name: f.path,
-            text: f.text,
-        })
+        .map(IntentText::from)
         .collect();
     let outputs = d.store.device_outputs(g.id).map_err(devices::store_error)?;
     let changed = entries::changes(&stream_outputs(&d.outputs), &stream_outputs(&outputs));

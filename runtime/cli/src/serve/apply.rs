@@ -238,7 +238,7 @@ fn apply_staged(
     for (i, (stage, intent)) in staged.stages.iter().zip(intents).enumerate() {
         // an apply stopped during the drain left the store at stage 1: the
         // session holds that stage already, and the change goes on from it
-        if i + 1 < n && same_texts(d.warm.files(), &intent) {
+        if i + 1 < n && d.warm.files() == intent.as_slice() {
             done.push(
                 json!({"stage": i + 1, "name": stage.name, "what": stage.what, "applied": null,
                              "held_already": true}),
@@ -282,13 +282,6 @@ fn apply_staged(
     Ok(reply)
 }
 
-fn same_texts(a: &[IntentText], b: &[IntentText]) -> bool {
-    a.len() == b.len()
-        && a.iter()
-            .zip(b)
-            .all(|(x, y)| x.name == y.name && x.text == y.text)
-}
-
 /// `files` with the `vip_withdrawn` facts of a stage (`stages::with_withdrawn`).
 fn with_withdrawn(
     files: Vec<IntentText>,
@@ -300,10 +293,7 @@ fn with_withdrawn(
         .collect();
     stages::with_withdrawn(files, vips)
         .into_iter()
-        .map(|f| IntentText {
-            name: f.path,
-            text: f.text,
-        })
+        .map(IntentText::from)
         .collect()
 }
 
