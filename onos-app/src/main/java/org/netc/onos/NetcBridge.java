@@ -116,10 +116,10 @@ public final class NetcBridge implements NetcService {
     public synchronized JsonNode apply(boolean force) throws NetcException {
         List<NetcClient.IntentFile> files = intent();
         String topo = files.get(files.size() - 1).text;
-        Map<String, DeviceId> upNow = devicesByName();
+        Map<String, DeviceId> ids = devicesByName();
         java.util.Set<String> back = new java.util.TreeSet<>();
         for (String name : wiped) {
-            DeviceId id = upNow.get(name);
+            DeviceId id = ids.get(name);
             if (id != null && !topology.isDown(id)) {
                 back.add(name);
             }
@@ -137,7 +137,6 @@ public final class NetcBridge implements NetcService {
                     "read report_text; fix the intent, or apply with force", detail));
         }
         long base = plan.path("base").asLong();
-        Map<String, DeviceId> ids = devicesByName();
         List<String> written = new ArrayList<>();
         List<DeviceChange> changes = new ArrayList<>();
         ArrayNode notProgrammed = MAPPER.createArrayNode();
